@@ -1,0 +1,125 @@
+"""Typed SQLAlchemy 2.0 models: the database is the record of every run, call and result.
+
+- `records`: every input record, stored before any model sees it, unique per (source, key);
+- `runs`: one row per batch, with the schema, engine and models it used;
+- `model_calls`: one row per model call (pass, attempt, model, prompt hash, tokens, finish reason,
+  duration, output), so a result can always be explained;
+- `results`: one row per (record, schema name, schema version): idempotent, so a resumed or repeated
+  run updates the same row instead of adding a second one;
+- `retry_queue`: failed records waiting for another try, with backoff and a dead-letter flag.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, MetaData, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        dict[str, Any]: JSON,
+        list[str]: JSON,
+        datetime: DateTime(timezone=True),
+    }
+
+
+class Record(Base):
+    __tablename__ = "records"
+    __table_args__ = (UniqueConstraint("source", "key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source: Mapped[str] = mapped_column(String(500))
+    key: Mapped[str] = mapped_column(String(200))
+    text: Mapped[str] = mapped_column(Text)
+    meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    problem: Mapped[str | None] = mapped_column(Text)  # why the input itself is unusable, if it is
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Run(Base):
+    __tablename__ = "runs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    flow: Mapped[str] = mapped_column(String(60))
+    source: Mapped[str] = mapped_column(String(500))
+    schema_name: Mapped[str] = mapped_column(String(100))
+    schema_version: Mapped[int] = mapped_column(Integer)
+    engine: Mapped[str] = mapped_column(String(40))
+    reasoning_model: Mapped[str] = mapped_column(String(200))
+    formatting_model: Mapped[str] = mapped_column(String(200))
+    state: Mapped[str] = mapped_column(String(20), default="running")  # running, finished, crashed
+    started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None]
+
+
+class ModelCall(Base):
+    __tablename__ = "model_calls"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
+    record_id: Mapped[int] = mapped_column(ForeignKey("records.id"), index=True)
+    pass_name: Mapped[str] = mapped_column(String(20))  # reasoning, formatting
+    attempt: Mapped[int] = mapped_column(Integer, default=1)
+    model: Mapped[str] = mapped_column(String(200))
+    prompt_hash: Mapped[str] = mapped_column(String(32))
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    max_tokens: Mapped[int] = mapped_column(Integer)
+    finish_reason: Mapped[str] = mapped_column(String(20))  # stop, length, abort, error
+    duration_s: Mapped[float] = mapped_column(Float)
+    output: Mapped[str] = mapped_column(Text, default="")
+    error: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Result(Base):
+    __tablename__ = "results"
+    __table_args__ = (UniqueConstraint("record_id", "schema_name", "schema_version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    record_id: Mapped[int] = mapped_column(ForeignKey("records.id"))
+    schema_name: Mapped[str] = mapped_column(String(100))
+    schema_version: Mapped[int] = mapped_column(Integer)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
+    status: Mapped[str] = mapped_column(String(10), index=True)  # ok, partial, failed
+    data: Mapped[dict[str, Any] | None]
+    errors: Mapped[list[str]] = mapped_column(default=list)
+    nulled: Mapped[list[str]] = mapped_column(default=list)
+    reasoning_finish: Mapped[str | None] = mapped_column(String(20))
+    formatting_finish: Mapped[str | None] = mapped_column(String(20))
+    retryable: Mapped[bool] = mapped_column(default=False)
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class RetryEntry(Base):
+    __tablename__ = "retry_queue"
+    __table_args__ = (UniqueConstraint("record_id", "schema_name", "schema_version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    record_id: Mapped[int] = mapped_column(ForeignKey("records.id"))
+    schema_name: Mapped[str] = mapped_column(String(100))
+    schema_version: Mapped[int] = mapped_column(Integer)
+    schema_source: Mapped[str] = mapped_column(String(500))  # where to load the schema again
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str] = mapped_column(Text, default="")
+    next_attempt_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
+    state: Mapped[str] = mapped_column(String(12), default="waiting", index=True)  # waiting, claimed, dead
+    claimed_by: Mapped[str | None] = mapped_column(String(100))
+    claimed_at: Mapped[datetime | None]
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

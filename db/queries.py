@@ -1,0 +1,96 @@
+"""Reads: a run's summary and the results table, shaped for the CLI and for the next program."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from db.models import ModelCall, Record, Result, Run
+
+
+@dataclass
+class RunSummary:
+    """What a data engineer wants to see when a run ends."""
+
+    run_id: int
+    schema: str
+    state: str
+    statuses: dict[str, int] = field(default_factory=dict)
+    formatting_finishes: dict[str, int] = field(default_factory=dict)
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    @property
+    def records(self) -> int:
+        return sum(self.statuses.values())
+
+
+def latest_run_id(session: Session) -> int | None:
+    return session.scalar(select(func.max(Run.id)))
+
+
+def run_summary(session: Session, run_id: int) -> RunSummary:
+    run = session.get(Run, run_id)
+    if run is None:
+        raise LookupError(f"no run {run_id} in this database")
+    summary = RunSummary(run_id, f"{run.schema_name}@v{run.schema_version}", run.state)
+    of_run = Result.run_id == run_id
+    summary.statuses = dict(
+        session.execute(select(Result.status, func.count()).where(of_run).group_by(Result.status))
+        .tuples()
+        .all()
+    )
+    summary.formatting_finishes = dict(
+        session.execute(
+            select(func.coalesce(Result.formatting_finish, "none"), func.count())
+            .where(of_run)
+            .group_by(Result.formatting_finish)
+        )
+        .tuples()
+        .all()
+    )
+    calls, prompt, completion = session.execute(
+        select(
+            func.count(ModelCall.id),
+            func.coalesce(func.sum(ModelCall.prompt_tokens), 0),
+            func.coalesce(func.sum(ModelCall.completion_tokens), 0),
+        ).where(ModelCall.run_id == run_id)
+    ).one()
+    summary.calls, summary.prompt_tokens, summary.completion_tokens = calls, prompt, completion
+    if run.finished_at is not None:
+        summary.seconds = (run.finished_at - run.started_at).total_seconds()
+    return summary
+
+
+def result_rows(
+    session: Session, run_id: int | None = None, status: str | None = None
+) -> list[dict[str, Any]]:
+    """Flat rows: record key, status, finish reasons, errors, then the extracted fields."""
+    query = select(Result, Record.key, Record.source).join(Record, Record.id == Result.record_id)
+    if run_id is not None:
+        query = query.where(Result.run_id == run_id)
+    if status is not None:
+        query = query.where(Result.status == status)
+    rows = []
+    for result, key, source in session.execute(query.order_by(Result.id)).tuples():
+        rows.append(
+            {
+                "record": key,
+                "source": source,
+                "schema": f"{result.schema_name}@v{result.schema_version}",
+                "run": result.run_id,
+                "status": result.status,
+                "reasoning_finish": result.reasoning_finish,
+                "formatting_finish": result.formatting_finish,
+                "attempts": result.attempts,
+                "errors": result.errors,
+                "nulled": result.nulled,
+                "data": result.data,
+            }
+        )
+    return rows

@@ -1,0 +1,190 @@
+"""The `formwork` command: a thin Typer layer over the flows and the database queries.
+
+Commands print data to stdout (tables, JSONL, CSV) and progress and errors to stderr, so
+`formwork results --format jsonl > out.jsonl` gives a clean file.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from flows.prefect_env import apply_defaults, without_heartbeat
+
+apply_defaults()
+
+app = typer.Typer(
+    help="Formwork: turn messy messages into rows you can trust. "
+    "A free reasoning pass, then a grammar-constrained formatting pass, validated and stored.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+DbOption = Annotated[
+    str | None, typer.Option("--db", help="database URL (default: FORMWORK_DB_URL or sqlite)")
+]
+
+
+class Format(StrEnum):
+    table = "table"
+    jsonl = "jsonl"
+    csv = "csv"
+
+
+def _db(url: str | None) -> str:
+    from tasks.settings import Settings
+
+    return url or Settings().db_url
+
+
+def _fail(message: str) -> None:
+    err.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(2)
+
+
+def _count_lines(path: Path) -> int | None:
+    if path.is_file() and path.suffix.lower() in (".jsonl", ".ndjson", ".csv"):
+        with path.open("rb") as handle:
+            lines = sum(1 for line in handle if line.strip())
+        return lines - (path.suffix.lower() == ".csv")
+    return None
+
+
+@app.command()
+def run(
+    input: Annotated[
+        Path, typer.Argument(help="a .jsonl or .csv file (with a 'text' field) or a folder of .txt")
+    ],
+    schema: Annotated[str, typer.Option("--schema", "-s", help="a built-in schema name or a .json file")],
+    db: DbOption = None,
+    limit: Annotated[int | None, typer.Option(help="process only the first N records")] = None,
+    chunk_size: Annotated[int | None, typer.Option(help="records per Prefect task")] = None,
+) -> None:
+    """Extract SCHEMA from every record of INPUT; show progress and a summary table."""
+    from flows.batch_extract import batch_extract
+    from schemas.registry import SchemaProblem
+    from tasks.engines.base import EngineError
+    from tasks.progress import listening
+    from tasks.sources import SourceProblem
+
+    total = _count_lines(input)
+    if limit is not None and total is not None:
+        total = min(total, limit)
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    with Progress(*columns, console=err, transient=False) as progress:
+        bar = progress.add_task("starting (model and Prefect)", total=total)
+
+        def advance(status: str) -> None:
+            progress.update(bar, advance=1, description="extracting")
+
+        try:
+            with listening(advance), without_heartbeat():
+                summary = batch_extract(
+                    str(input), schema, db_url=_db(db), limit=limit, chunk_size=chunk_size
+                )
+        except (SchemaProblem, SourceProblem, EngineError, FileNotFoundError, ImportError) as exc:
+            progress.stop()
+            _fail(str(exc))
+    table = Table(title=f"run {summary.run_id}: {summary.schema}, {summary.records} records, {summary.state}")
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for status in ("ok", "partial", "failed"):
+        table.add_row(f"status {status}", str(summary.statuses.get(status, 0)))
+    for finish, count in sorted(summary.formatting_finishes.items()):
+        table.add_row(f"formatting finish {finish}", str(count))
+    table.add_row("model calls", str(summary.calls))
+    table.add_row("tokens in / out", f"{summary.prompt_tokens} / {summary.completion_tokens}")
+    table.add_row("seconds", f"{summary.seconds:.1f}")
+    out.print(table)
+    out.print(f"results: formwork results --run {summary.run_id} [--status failed] [--format jsonl]")
+
+
+@app.command()
+def results(
+    run: Annotated[int | None, typer.Option("--run", help="a run id (default: the latest run)")] = None,
+    status: Annotated[str | None, typer.Option(help="ok, partial or failed")] = None,
+    format: Annotated[Format, typer.Option("--format", "-f", help="table, jsonl or csv")] = Format.table,
+    db: DbOption = None,
+) -> None:
+    """Show stored results: a table to read, or JSONL/CSV for the next program."""
+    from db.queries import latest_run_id, result_rows
+    from db.session import session_factory
+
+    with session_factory(_db(db))() as session:
+        run_id = run if run is not None else latest_run_id(session)
+        rows = result_rows(session, run_id, status)
+    if format is Format.jsonl:
+        for row in rows:
+            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+    elif format is Format.csv:
+        _write_csv(rows)
+    else:
+        _print_results(rows, run_id)
+
+
+def _write_csv(rows: list[dict]) -> None:
+    fields = sorted({key for row in rows for key in (row["data"] or {})})
+    writer = csv.writer(sys.stdout)
+    writer.writerow(
+        ["record", "status", "reasoning_finish", "formatting_finish", "attempts", "errors", *fields]
+    )
+    for row in rows:
+        data = row["data"] or {}
+        values = [json.dumps(v, ensure_ascii=False) if isinstance(v, list | dict) else v for v in
+                  (data.get(f) for f in fields)]  # fmt: skip
+        writer.writerow([row["record"], row["status"], row["reasoning_finish"], row["formatting_finish"],
+                         row["attempts"], "; ".join(row["errors"]), *values])  # fmt: skip
+
+
+def _print_results(rows: list[dict], run_id: int | None) -> None:
+    table = Table(title=f"results of run {run_id}" if run_id else "results")
+    for column in ("record", "status", "finish", "data / errors"):
+        table.add_column(column, overflow="fold")
+    colours = {"ok": "green", "partial": "yellow", "failed": "red"}
+    for row in rows:
+        detail = json.dumps(row["data"], ensure_ascii=False) if row["data"] else ""
+        if row["errors"]:
+            detail += ("\n" if detail else "") + "; ".join(row["errors"])
+        finish = f"{row['reasoning_finish'] or '-'} / {row['formatting_finish'] or '-'}"
+        table.add_row(row["record"], f"[{colours[row['status']]}]{row['status']}[/]", finish, detail)
+    out.print(table)
+
+
+@app.command()
+def schemas(
+    files: Annotated[list[Path] | None, typer.Argument(help="schema files to lint and compile")] = None,
+) -> None:
+    """List the built-in schemas, or lint and compile-check your own schema files."""
+    from schemas.lint import grammar_compile_error
+    from schemas.registry import SchemaProblem, builtin_names, load_schema
+
+    if files:
+        broken = 0
+        for file in files:
+            try:
+                problem = grammar_compile_error(load_schema(file).body)
+            except SchemaProblem as exc:
+                problem = str(exc)
+            broken += bool(problem)
+            err.print(f"[red]✗[/] {problem}" if problem else f"[green]✓[/] {file}: ok")
+        raise typer.Exit(1 if broken else 0)
+    table = Table(title="built-in schemas")
+    for column in ("name", "version", "fields", "critical"):
+        table.add_column(column)
+    for name in builtin_names():
+        schema = load_schema(name)
+        table.add_row(
+            name, str(schema.version), ", ".join(schema.properties), ", ".join(sorted(schema.critical_fields))
+        )
+    out.print(table)

@@ -1,0 +1,142 @@
+"""One record's life through the two passes: reason freely, format under the grammar, judge, retry.
+
+Retries inside a run follow what went wrong:
+- invalid values: format again with the concrete validation errors fed back, reusing the notes;
+- the formatting pass cut at `length`: format again with twice the budget (up to a cap), never by
+  sending the truncated text back;
+- the reasoning pass cut at `length`: reason again with twice the budget;
+- an engine error: no retry here; the record is failed with `retryable` set, and the chunk decides.
+Every call, retried or not, is logged as a `CallLog` and becomes a row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from schemas.budget import format_budget
+from schemas.registry import Schema
+from tasks.engines.base import Completion, Engine, EngineError, Message, Sampling
+from tasks.prompts import formatting_messages, prompt_hash, reasoning_messages
+from tasks.validate import Verdict, judge
+
+PassName = Literal["reasoning", "formatting"]
+RANK = {"ok": 2, "partial": 1, "failed": 0}
+BUDGET_CAP = 4096
+
+
+@dataclass(frozen=True)
+class ExtractOptions:
+    """The knobs of one run that shape every record's calls."""
+
+    reasoning_max_tokens: int = 384
+    reasoning_temperature: float = 0.0
+    reasoning_repetition_penalty: float = 1.3
+    format_max_tokens: int | None = None  # None: sized from the schema
+    max_attempts: int = 3
+
+
+@dataclass
+class CallLog:
+    """One model call, ready to be stored as a `model_calls` row."""
+
+    pass_name: PassName
+    attempt: int
+    model: str
+    prompt_hash: str
+    max_tokens: int
+    finish_reason: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    duration_s: float = 0.0
+    output: str = ""
+    error: str | None = None
+
+
+@dataclass
+class Outcome:
+    """Everything decided about one record, ready to be stored."""
+
+    record_id: int
+    verdict: Verdict
+    attempts: int
+    reasoning_finish: str | None = None
+    formatting_finish: str | None = None
+    retryable: bool = False
+    calls: list[CallLog] = field(default_factory=list)
+
+
+class _Caller:
+    """Calls an engine and logs the call, whatever happens."""
+
+    def __init__(self, outcome: Outcome):
+        self.outcome = outcome
+
+    def __call__(
+        self, engine: Engine, pass_name: PassName, messages: list[Message], sampling: Sampling, schema=None
+    ) -> Completion:
+        log = CallLog(
+            pass_name,
+            self.outcome.attempts,
+            engine.model,
+            prompt_hash(messages),
+            sampling.max_tokens,
+            "error",
+        )
+        self.outcome.calls.append(log)
+        try:
+            done = engine.complete(messages, sampling, schema)
+        except EngineError as exc:
+            log.error = str(exc)
+            raise
+        log.finish_reason, log.output = done.finish_reason, done.text
+        log.prompt_tokens, log.completion_tokens, log.duration_s = (
+            done.prompt_tokens,
+            done.completion_tokens,
+            done.duration_s,
+        )
+        return done
+
+
+def extract_record(
+    record_id: int, text: str, schema: Schema, reasoner: Engine, formatter: Engine, options: ExtractOptions
+) -> Outcome:
+    """Run both passes on one record, retrying as the failure asks, and return the best verdict."""
+    outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
+    call = _Caller(outcome)
+    reasoning_budget = options.reasoning_max_tokens
+    format_budget_now = options.format_max_tokens or format_budget(schema.body)
+    notes: Completion | None = None
+    feedback: list[str] = []
+    try:
+        for attempt in range(1, options.max_attempts + 1):
+            outcome.attempts = attempt
+            if notes is None or notes.finish_reason == "length":
+                sampling = Sampling(
+                    reasoning_budget,
+                    temperature=options.reasoning_temperature,
+                    seed=attempt,
+                    repetition_penalty=options.reasoning_repetition_penalty,
+                )
+                notes = call(reasoner, "reasoning", reasoning_messages(schema, text), sampling)
+                reasoning_budget = min(2 * reasoning_budget, BUDGET_CAP)
+            messages = formatting_messages(schema, text, notes.text, feedback)
+            shaped = call(formatter, "formatting", messages, Sampling(format_budget_now), schema.body)
+            verdict = judge(schema, text, notes, shaped)
+            if RANK[verdict.status] >= RANK[outcome.verdict.status]:
+                outcome.verdict = verdict
+                outcome.reasoning_finish, outcome.formatting_finish = (
+                    notes.finish_reason,
+                    shaped.finish_reason,
+                )
+            if verdict.status == "ok":
+                break
+            if shaped.finish_reason == "length":
+                format_budget_now, feedback = min(2 * format_budget_now, BUDGET_CAP), []
+            elif notes.finish_reason != "length":
+                feedback = verdict.errors
+    except EngineError as exc:
+        if RANK[outcome.verdict.status] == 0:
+            outcome.verdict = Verdict("failed", None, [f"engine error: {exc}"])
+            outcome.retryable = exc.retryable
+    return outcome

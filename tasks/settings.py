@@ -1,0 +1,72 @@
+"""Settings in one class that fails fast: defaults < `formwork.toml` < environment (`FORMWORK_*`).
+
+Per-run choices (input, schema, limit) are CLI options and flow parameters; what stays the same
+between runs on one machine (database, engine, server addresses, budgets) lives here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+
+def _config_file() -> Path:
+    return Path(os.environ.get("FORMWORK_CONFIG", "formwork.toml"))
+
+
+class Settings(BaseSettings):
+    """Everything Formwork reads from the environment or `formwork.toml`."""
+
+    model_config = SettingsConfigDict(env_prefix="FORMWORK_", extra="forbid")
+
+    db_url: str = Field("sqlite:///formwork.db", description="SQLAlchemy URL; SQLite file or PostgreSQL")
+    engine: Literal["local", "vllm"] = Field("local", description="local: embedded model; vllm: a server")
+
+    local_model_path: Path | None = Field(None, description="a GGUF file; default: the bundled SmolLM2")
+    local_n_ctx: int = Field(4096, ge=256)
+    local_threads: int | None = Field(None, ge=1, description="llama.cpp threads; default: all cores")
+
+    vllm_url: str = Field("http://127.0.0.1:8000/v1", description="reasoning pass server (OpenAI API)")
+    vllm_model: str | None = Field(None, description="reasoning model; default: the server's first")
+    vllm_format_url: str | None = Field(None, description="formatting pass server; default: vllm_url")
+    vllm_format_model: str | None = Field(None, description="formatting model; default: vllm_model")
+    vllm_max_concurrency: int = Field(8, ge=1, description="requests in flight per server")
+    vllm_timeout_s: float = Field(120.0, gt=0, description="per-request timeout")
+
+    chunk_size: int = Field(100, ge=1, description="records per Prefect task")
+    reasoning_max_tokens: int = Field(384, ge=1)
+    reasoning_temperature: float = Field(0.0, ge=0.0)
+    reasoning_repetition_penalty: float = Field(
+        1.3, gt=0.0, description="reasoning pass only; keeps a small model from looping. Formatting: 1.0"
+    )
+    format_max_tokens: int | None = Field(None, ge=1, description="default: sized from the schema")
+    max_attempts: int = Field(3, ge=1, description="formatting attempts per record inside a run")
+
+    @field_validator("db_url")
+    @classmethod
+    def _normalise_db_url(cls, url: str) -> str:
+        """Accept the `postgres://` and `postgresql://` spellings and pick the psycopg 3 driver."""
+        for prefix in ("postgres://", "postgresql://"):
+            if url.startswith(prefix):
+                return "postgresql+psycopg://" + url.removeprefix(prefix)
+        return url
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, _config_file()))
