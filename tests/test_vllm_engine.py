@@ -1,0 +1,284 @@
+"""The vLLM engine against a real vLLM server (CPU build, SmolLM2-135M), and against a fault injector.
+
+The `vllm` tests talk to the session server from tests/vllm_fixture.py; token limits stay small because
+the CPU server decodes ~10-15 tokens/s. The fault tests use tests/misbehaving_server.py for what no
+real server does on cue (500, 429, a stall, a server that ignores the schema); they sit beside the
+real ones, never instead of them.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tasks.engines.base import Completion, Engine, EngineUnavailable, RequestRejected, Sampling
+from tasks.engines.vllm_server import VllmServerEngine, unsupported_keywords
+from tests.misbehaving_server import MisbehavingServer
+from tests.vllm_fixture import VllmServer
+
+SENTIMENT: dict[str, Any] = {
+    "title": "sentiment",
+    "type": "object",
+    "properties": {
+        "sentiment": {"enum": ["positive", "negative", "neutral"]},
+        "stars": {"type": "integer", "minimum": 1, "maximum": 5},
+    },
+    "required": ["sentiment", "stars"],
+    "additionalProperties": False,
+}
+TAGS_UNIQUE: dict[str, Any] = {
+    "title": "tag_list",
+    "type": "object",
+    "properties": {"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}},
+    "required": ["tags"],
+}
+REVIEW = [
+    {"role": "system", "content": "You label product reviews."},
+    {"role": "user", "content": "Review: 'The kettle broke after two days. Avoid.' Label it."},
+]
+
+
+@pytest.fixture(scope="module")
+def engine(vllm_server: VllmServer) -> Iterator[VllmServerEngine]:
+    engine = VllmServerEngine(vllm_server.base_url, vllm_server.model, max_concurrency=8, timeout_s=120)
+    yield engine
+    engine.close()
+
+
+def _assert_schema_valid(completion: Completion, schema: dict[str, Any]) -> dict[str, Any]:
+    assert completion.finish_reason == "stop", completion
+    data = json.loads(completion.text)
+    jsonschema.validate(data, schema)
+    return data
+
+
+@pytest.mark.vllm
+def test_engine_satisfies_the_protocol(engine: VllmServerEngine) -> None:
+    assert isinstance(engine, Engine)
+    assert engine.max_concurrency == 8
+
+
+@pytest.mark.vllm
+def test_reasoning_call_returns_text_and_counts_tokens(engine: VllmServerEngine, vllm_server: VllmServer):
+    completion = engine.complete(REVIEW, Sampling(max_tokens=24))
+    assert completion.text.strip()
+    assert completion.finish_reason in ("stop", "length")
+    assert completion.prompt_tokens > 10  # the system and user messages, at least
+    assert 0 < completion.completion_tokens <= 24
+    assert completion.duration_s > 0
+    assert completion.model == vllm_server.model
+
+
+@pytest.mark.vllm
+def test_formatting_call_returns_compact_schema_valid_json(engine: VllmServerEngine) -> None:
+    completion = engine.complete(REVIEW, Sampling(max_tokens=40), SENTIMENT)
+    data = _assert_schema_valid(completion, SENTIMENT)
+    # The server runs xgrammar with disable_any_whitespace: the text is the compact serialisation.
+    assert completion.text == json.dumps(data, separators=(",", ":"))
+
+
+@pytest.mark.vllm
+def test_tiny_token_limit_is_reported_as_length(engine: VllmServerEngine) -> None:
+    completion = engine.complete(REVIEW, Sampling(max_tokens=3), SENTIMENT)
+    assert completion.finish_reason == "length"
+    assert completion.completion_tokens == 3
+    with pytest.raises(json.JSONDecodeError):  # cut short, returned as it is
+        json.loads(completion.text)
+
+
+@pytest.mark.vllm
+def test_eight_concurrent_calls_all_complete_and_overlap(engine: VllmServerEngine) -> None:
+    def call(i: int) -> Completion:
+        schema = SENTIMENT if i % 2 else None
+        return engine.complete(REVIEW, Sampling(max_tokens=24, seed=i), schema)
+
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        completions = list(pool.map(call, range(8)))
+    wall = time.monotonic() - started
+    assert len(completions) == 8
+    for i, completion in enumerate(completions):
+        assert completion.completion_tokens > 0
+        if i % 2:
+            _assert_schema_valid(completion, SENTIMENT)
+        else:
+            assert completion.finish_reason in ("stop", "length")
+    # Served one after another, the wall time would be the sum of the calls' durations.
+    assert wall < 0.75 * sum(c.duration_s for c in completions)
+
+
+@pytest.mark.vllm
+def test_check_passes_on_the_real_server(engine: VllmServerEngine, vllm_server: VllmServer) -> None:
+    info = engine.check()
+    assert info.model == vllm_server.model
+    assert vllm_server.model in info.served
+    assert info.version[0].isdigit(), info.version
+
+
+@pytest.mark.vllm
+def test_check_picks_the_served_model_when_none_is_configured(vllm_server: VllmServer) -> None:
+    engine = VllmServerEngine(vllm_server.base_url, None, max_concurrency=1)
+    try:
+        assert engine.model == ""
+        assert engine.check().model == vllm_server.model
+        assert engine.model == vllm_server.model
+    finally:
+        engine.close()
+
+
+@pytest.mark.vllm
+def test_check_refuses_a_model_the_server_does_not_serve(vllm_server: VllmServer) -> None:
+    engine = VllmServerEngine(vllm_server.base_url, "no-such-model", max_concurrency=1)
+    try:
+        with pytest.raises(RequestRejected, match="no-such-model"):
+            engine.check()
+    finally:
+        engine.close()
+
+
+@pytest.mark.vllm
+def test_unsupported_schema_keyword_is_rejected_by_name(engine: VllmServerEngine) -> None:
+    with pytest.raises(RequestRejected) as caught:
+        engine.complete(REVIEW, Sampling(max_tokens=8), TAGS_UNIQUE)
+    assert caught.value.retryable is False
+    assert caught.value.details["status"] == 400
+    assert "'tag_list'" in str(caught.value)
+    assert "$.properties.tags: uniqueItems" in str(caught.value)
+
+
+# --- Faults on cue: the misbehaving server -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["500", "429"])
+def test_overload_and_server_errors_are_retryable(mode: str) -> None:
+    with MisbehavingServer(mode) as fake:
+        engine = VllmServerEngine(fake.base_url, "fake-model", timeout_s=5)
+        with pytest.raises(EngineUnavailable) as caught:
+            engine.complete(REVIEW, Sampling(max_tokens=8))
+        engine.close()
+    assert caught.value.retryable is True
+    assert caught.value.details["status"] == int(mode)
+
+
+def test_a_stalled_server_times_out_as_retryable() -> None:
+    with MisbehavingServer("sleep", sleep_s=5.0) as fake:
+        engine = VllmServerEngine(fake.base_url, "fake-model", timeout_s=0.5)
+        started = time.monotonic()
+        with pytest.raises(EngineUnavailable) as caught:
+            engine.complete(REVIEW, Sampling(max_tokens=8))
+        elapsed = time.monotonic() - started
+        engine.close()
+    assert caught.value.retryable is True
+    assert elapsed < 3.0  # the client's timeout fired, not the server's late answer
+
+
+def test_a_closed_port_is_retryable() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    engine = VllmServerEngine(f"http://127.0.0.1:{port}/v1", "fake-model", timeout_s=2)
+    with pytest.raises(EngineUnavailable) as caught:
+        engine.complete(REVIEW, Sampling(max_tokens=8))
+    engine.close()
+    assert caught.value.retryable is True
+
+
+def test_a_garbled_reply_is_retryable() -> None:
+    with MisbehavingServer("not_json") as fake:
+        engine = VllmServerEngine(fake.base_url, "fake-model", timeout_s=5)
+        with pytest.raises(EngineUnavailable, match="not a JSON object"):
+            engine.complete(REVIEW, Sampling(max_tokens=8))
+        engine.close()
+
+
+def test_check_refuses_a_server_that_ignores_the_schema() -> None:
+    with MisbehavingServer("ignore_schema") as fake:
+        engine = VllmServerEngine(fake.base_url, None, timeout_s=5)
+        with pytest.raises(RequestRejected, match="ignores structured outputs") as caught:
+            engine.check()
+        engine.close()
+    assert caught.value.retryable is False
+    assert "xgrammar" in caught.value.hint
+
+
+def test_check_passes_on_a_fake_that_honours_the_schema() -> None:
+    """The counterpart of the test above: the check can pass, so its refusal there means something."""
+    with MisbehavingServer("ok", content='{"answer":"no"}') as fake:
+        engine = VllmServerEngine(fake.base_url, None, timeout_s=5)
+        info = engine.check()
+        engine.close()
+    assert (info.model, info.version) == ("fake-model", "0.0.0-fake")
+
+
+def test_the_request_body_pins_sampling_and_sends_the_schema_as_structured_outputs() -> None:
+    with MisbehavingServer("ok") as fake:
+        engine = VllmServerEngine(fake.base_url, "fake-model", timeout_s=5)
+        engine.complete(REVIEW, Sampling(max_tokens=7, temperature=0.3, seed=5), SENTIMENT)
+        engine.complete(REVIEW, Sampling(max_tokens=7, seed=None))
+        engine.close()
+    with_schema, without = (r["body"] for r in fake.requests if r["path"] == "/v1/chat/completions")
+    assert with_schema["structured_outputs"] == {"json": SENTIMENT}
+    assert "response_format" not in with_schema
+    assert (with_schema["max_completion_tokens"], with_schema["temperature"], with_schema["seed"]) == (
+        7,
+        0.3,
+        5,
+    )
+    # Neutral values are sent, not omitted: else the model's generation_config.json would decide.
+    assert with_schema["repetition_penalty"] == 1.0
+    assert with_schema["top_k"] == -1
+    assert "structured_outputs" not in without
+    assert "seed" not in without
+
+
+@pytest.mark.parametrize(
+    ("finish", "expected"),
+    [("stop", "stop"), ("length", "length"), ("abort", "abort"), ("repetition", "error"), (None, "error")],
+)
+def test_finish_reasons_map_onto_the_four_we_store(finish: str | None, expected: str) -> None:
+    with MisbehavingServer("ok") as fake:
+        fake.finish_reason = finish  # type: ignore[assignment]
+        engine = VllmServerEngine(fake.base_url, "fake-model", timeout_s=5)
+        completion = engine.complete(REVIEW, Sampling(max_tokens=8))
+        engine.close()
+    assert completion.finish_reason == expected
+    assert (completion.prompt_tokens, completion.completion_tokens) == (11, 7)
+
+
+def test_a_400_for_unsupported_features_names_the_keyword_the_server_did_not() -> None:
+    schema = {
+        "title": "price",
+        "type": "object",
+        "properties": {"cents": {"type": "integer", "multipleOf": 5}},
+    }
+    with MisbehavingServer("reject_400") as fake:
+        engine = VllmServerEngine(fake.base_url, "fake-model", timeout_s=5)
+        with pytest.raises(RequestRejected) as caught:
+            engine.complete(REVIEW, Sampling(max_tokens=8), schema)
+        engine.close()
+    assert caught.value.retryable is False
+    assert "'price'" in str(caught.value)
+    assert "$.properties.cents: multipleOf" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
+        (SENTIMENT, []),
+        (TAGS_UNIQUE, ["$.properties.tags: uniqueItems"]),
+        ({"type": "string", "format": "phone"}, ["$: format: phone"]),
+        ({"type": "string", "format": "email"}, []),
+        ({"type": "string", "pattern": "^a", "maxLength": 3}, ["$: pattern/format with minLength/maxLength"]),
+        ({"anyOf": [{"type": "array", "contains": {"const": 1}}]}, ["$.anyOf[0]: contains"]),
+        ({"allOf": [{"type": "string"}, {"enum": ["a"]}]}, ["$: allOf"]),
+    ],
+)
+def test_unsupported_keywords_follow_vllm_xgrammar_rules(schema: dict[str, Any], expected: list[str]) -> None:
+    assert unsupported_keywords(schema) == expected
