@@ -8,6 +8,7 @@ repeated run updates the row it wrote before instead of adding a second one.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select, tuple_
@@ -20,6 +21,18 @@ from tasks.extract import Outcome
 from tasks.sources import InputRecord
 
 BATCH = 1000
+
+
+@dataclass(frozen=True)
+class QueuePolicy:
+    """Which results wait in the retry queue, and how many tries an entry gets before it is dead."""
+
+    include_partial: bool = False
+    max_attempts: int = 5
+
+    def wants(self, outcome: Outcome) -> bool:
+        status = outcome.verdict.status
+        return outcome.queueable and (status == "failed" or (status == "partial" and self.include_partial))
 
 
 def _insert(session: Session, model: type) -> Any:
@@ -95,8 +108,10 @@ def records_without_result(session: Session, record_ids: Sequence[int], schema: 
     return [i for i in record_ids if i not in done]
 
 
-def save_outcomes(session: Session, run_id: int, schema: Schema, outcomes: Sequence[Outcome]) -> None:
-    """Store a chunk's calls and results in one transaction."""
+def save_outcomes(
+    session: Session, run_id: int, schema: Schema, outcomes: Sequence[Outcome], queue: QueuePolicy
+) -> None:
+    """Store a chunk's calls, results and retry-queue changes in one transaction."""
     if not outcomes:
         return
     session.add_all(

@@ -1,27 +1,29 @@
 """Flow `batch_extract`: every record of a source through the two passes into the database.
 
-The order protects the data: the schema is loaded, linted and compiled before anything else (a broken
-schema refuses the run and touches nothing); records are stored before any model sees them (a run that
-dies loses nothing, and the next run over the same source resumes where it stopped).
+The order protects the data: the schema is loaded, linted and compiled and the engines checked before
+anything else (a broken schema or a dead server refuses the run and touches nothing); records are
+stored before any model sees them (a run that dies loses nothing, and the next run over the same
+source resumes where it stopped).
 """
 
 from __future__ import annotations
 
+import warnings
 from itertools import islice
 from pathlib import Path
 
 from prefect import flow, get_run_logger
 
-from db.queries import RunSummary, run_summary
+from db.queries import RunSummary
 from db.session import session_factory
-from db.store import finish_run, records_without_result, start_run, store_records
-from schemas.lint import grammar_compile_error
-from schemas.registry import SchemaProblem, load_schema
-from tasks.chunk import RunContext, process_chunk
-from tasks.engines import check_engines, open_engines
-from tasks.extract import ExtractOptions
+from db.store import records_without_result, store_records
+from flows.runner import checked_engines, checked_schema, new_context, run_chunks
 from tasks.settings import Settings
 from tasks.sources import read_records
+
+# pydantic warns that a parameter named `schema` shadows a BaseModel attribute of Prefect's parameter
+# model; the name is the flow's public API and the shadowing is harmless there.
+warnings.filterwarnings("ignore", message='Field name "schema"', category=UserWarning)
 
 
 def source_label(source: str) -> str:
@@ -39,57 +41,20 @@ def batch_extract(
 ) -> RunSummary:
     """Extract `schema` from every record of `source` (JSONL, CSV or a folder of .txt files)."""
     settings = Settings()
-    url = db_url or settings.db_url
-    chosen = load_schema(schema)
-    problem = grammar_compile_error(chosen.body)
-    if problem:
-        raise SchemaProblem(f"{chosen.source}: {problem}")
-    reasoner, formatter = open_engines(settings)
-    logger = get_run_logger()
-    for found in check_engines(reasoner, formatter):
-        logger.info("engine ready: %s", found)
-    sessions = session_factory(url)
-
+    chosen = checked_schema(schema)
+    records = read_records(source)  # a missing or unreadable source is refused here, before any write
+    engines = checked_engines(settings)
+    sessions = session_factory(db_url or settings.db_url)
     label = source_label(source)
     with sessions() as session:
-        record_ids = store_records(session, label, islice(read_records(source), limit))
-        run_id = start_run(
-            session,
-            flow="batch_extract",
-            source=label,
-            schema_name=chosen.name,
-            schema_version=chosen.version,
-            engine=settings.engine,
-            reasoning_model=reasoner.model,
-            formatting_model=formatter.model,
-        )
+        record_ids = store_records(session, label, islice(records, limit))
         pending = records_without_result(session, record_ids, chosen)
-    logger.info(
-        "run %s: %d records, %d without a result for %s", run_id, len(record_ids), len(pending), chosen.label
+    context = new_context(sessions, settings, chosen, engines, flow="batch_extract", source=label)
+    get_run_logger().info(
+        "run %s: %d records, %d without a result for %s",
+        context.run_id,
+        len(record_ids),
+        len(pending),
+        chosen.label,
     )
-
-    context = RunContext(
-        run_id=run_id,
-        schema=chosen,
-        reasoner=reasoner,
-        formatter=formatter,
-        options=ExtractOptions(
-            reasoning_max_tokens=settings.reasoning_max_tokens,
-            reasoning_temperature=settings.reasoning_temperature,
-            reasoning_repetition_penalty=settings.reasoning_repetition_penalty,
-            format_max_tokens=settings.format_max_tokens,
-            max_attempts=settings.max_attempts,
-        ),
-        sessions=sessions,
-    )
-    size = chunk_size or settings.chunk_size
-    state = "crashed"
-    try:
-        for start in range(0, len(pending), size):
-            process_chunk(context, pending[start : start + size])
-        state = "finished"
-    finally:
-        with sessions() as session:
-            finish_run(session, run_id, state)
-    with sessions() as session:
-        return run_summary(session, run_id)
+    return run_chunks(context, pending, chunk_size or settings.chunk_size)

@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from flows.cli_common import DbOption, err, fail, out, resolve_db
+from flows.cli_queue import queue, requeue, retry
 from flows.prefect_env import apply_defaults, without_heartbeat
 
 apply_defaults()
@@ -28,29 +29,12 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-out = Console()
-err = Console(stderr=True)
-
-DbOption = Annotated[
-    str | None, typer.Option("--db", help="database URL (default: FORMWORK_DB_URL or sqlite)")
-]
 
 
 class Format(StrEnum):
     table = "table"
     jsonl = "jsonl"
     csv = "csv"
-
-
-def _db(url: str | None) -> str:
-    from tasks.settings import Settings
-
-    return url or Settings().db_url
-
-
-def _fail(message: str) -> None:
-    err.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(2)
 
 
 def _count_lines(path: Path) -> int | None:
@@ -91,11 +75,11 @@ def run(
         try:
             with listening(advance), without_heartbeat():
                 summary = batch_extract(
-                    str(input), schema, db_url=_db(db), limit=limit, chunk_size=chunk_size
+                    str(input), schema, db_url=resolve_db(db), limit=limit, chunk_size=chunk_size
                 )
         except (SchemaProblem, SourceProblem, EngineError, FileNotFoundError, ImportError) as exc:
             progress.stop()
-            _fail(str(exc))
+            fail(str(exc))
     table = Table(title=f"run {summary.run_id}: {summary.schema}, {summary.records} records, {summary.state}")
     table.add_column("what")
     table.add_column("count", justify="right")
@@ -121,7 +105,7 @@ def results(
     from db.queries import latest_run_id, result_rows
     from db.session import session_factory
 
-    with session_factory(_db(db))() as session:
+    with session_factory(resolve_db(db))() as session:
         run_id = run if run is not None else latest_run_id(session)
         rows = result_rows(session, run_id, status)
     if format is Format.jsonl:
@@ -188,3 +172,7 @@ def schemas(
             name, str(schema.version), ", ".join(schema.properties), ", ".join(sorted(schema.critical_fields))
         )
     out.print(table)
+
+
+for command in (retry, queue, requeue):
+    app.command()(command)

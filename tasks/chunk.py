@@ -23,7 +23,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from db.models import Record
-from db.store import records_without_result, save_outcomes
+from db.store import QueuePolicy, records_without_result, save_outcomes
 from schemas.registry import Schema
 from tasks.engines.base import Engine, EngineError
 from tasks.extract import ExtractOptions, Outcome, extract_record
@@ -41,6 +41,8 @@ class RunContext:
     formatter: Engine
     options: ExtractOptions
     sessions: Callable[[], Session]
+    queue: QueuePolicy
+    redo: bool = False  # reprocessing: process records even if they already have a result
 
 
 def retry_can_help(_task: Any, _task_run: Any, state: Any) -> bool:
@@ -57,7 +59,7 @@ def retry_can_help(_task: Any, _task_run: Any, state: Any) -> bool:
 
 
 def _input_problem(record_id: int, problem: str) -> Outcome:
-    return Outcome(record_id, Verdict("failed", None, [f"bad input: {problem}"]), attempts=0)
+    return Outcome(record_id, Verdict("failed", None, [f"bad input: {problem}"]), attempts=0, queueable=False)
 
 
 @task(name="process_chunk", retries=2, retry_delay_seconds=[2, 10], retry_condition_fn=retry_can_help,
@@ -65,7 +67,7 @@ def _input_problem(record_id: int, problem: str) -> Outcome:
 def process_chunk(context: RunContext, record_ids: list[int]) -> list[str]:
     """Process the records of one chunk that have no result yet; return their statuses."""
     with context.sessions() as session:
-        pending = records_without_result(session, record_ids, context.schema)
+        pending = record_ids if context.redo else records_without_result(session, record_ids, context.schema)
         rows = session.execute(
             select(Record.id, Record.text, Record.problem).where(Record.id.in_(pending))
         ).all()
@@ -84,5 +86,5 @@ def process_chunk(context: RunContext, record_ids: list[int]) -> list[str]:
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="formwork-record") as pool:
         outcomes = list(pool.map(one, rows))
     with context.sessions() as session:
-        save_outcomes(session, context.run_id, context.schema, outcomes)
+        save_outcomes(session, context.run_id, context.schema, outcomes, context.queue)
     return [o.verdict.status for o in outcomes]

@@ -63,6 +63,7 @@ class Outcome:
     reasoning_finish: str | None = None
     formatting_finish: str | None = None
     retryable: bool = False
+    queueable: bool = True  # False when no retry can help (the input itself is unusable)
     calls: list[CallLog] = field(default_factory=list)
 
 

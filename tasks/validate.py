@@ -40,7 +40,7 @@ def _semantic_errors(schema: Schema, data: dict[str, Any], source: str) -> list[
     errors = []
     for key, node in schema.properties.items():
         value = data.get(key)
-        if node.get("format") == "email" and isinstance(value, str) and not EMAIL.match(value):
+        if node.get("x-format") == "email" and isinstance(value, str) and not EMAIL.match(value):
             errors.append((key, f"{key}: {value!r} does not look like an e-mail address"))
         if value is not None and value in node.get("examples", []) and str(value) not in source:
             errors.append((key, f"{key}: {value!r} is the schema's example, not found in the text"))

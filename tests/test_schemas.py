@@ -45,11 +45,21 @@ def _broken(change) -> dict:
         (lambda b: b["required"].remove("project"), "list every property in required"),
         (lambda b: b.pop("additionalProperties"), "set additionalProperties to false"),
         (lambda b: b["properties"]["who"].pop("description"), "who: add a description"),
-        (lambda b: b["properties"]["who"].update(type="string"), "who: a non-critical field must accept null"),
-        (lambda b: b["properties"]["who"].update({"not": {"const": "x"}}), "keyword 'not' is not enforced"),
-        (lambda b: b["properties"]["who"].update(format="phone"), "format 'phone' is not enforced"),
         (
-            lambda b: b["properties"].update(tags={"type": "array", "items": {"enum": ["a"]}, "description": "t"}),
+            lambda b: b["properties"]["who"].update(type="string"),
+            "who: a non-critical field must accept null",
+        ),
+        (lambda b: b["properties"]["who"].update({"not": {"const": "x"}}), "keyword 'not' is not enforced"),
+        (lambda b: b["properties"]["who"].update(format="phone"), "format 'phone' has no length bound"),
+        (lambda b: b["properties"]["date"].update(maxLength=10), "ignores maxLength beside format"),
+        (
+            lambda b: b["properties"]["who"].update(pattern="^[A-Z]"),
+            "ignores maxLength beside format or pattern",
+        ),
+        (
+            lambda b: b["properties"].update(
+                tags={"type": "array", "items": {"enum": ["a"]}, "description": "t"}
+            ),
             "tags: an array needs maxItems",
         ),
         (lambda b: b["properties"]["project"].update(uniqueItems=True), "'uniqueItems' cannot be used"),

@@ -12,7 +12,14 @@ from tasks.validate import judge
 
 EXPENSE = load_schema("expense")
 CONTACT = load_schema("contact")
-GOOD = {"who": "Maria", "date": "2024-03-14", "amount": 42.8, "currency": "USD", "category": "meals", "project": None}
+GOOD = {
+    "who": "Maria",
+    "date": "2024-03-14",
+    "amount": 42.8,
+    "currency": "USD",
+    "category": "meals",
+    "project": None,
+}
 SOURCE = "Lunch 2024-03-14, $42.80, Maria"
 
 
@@ -43,7 +50,9 @@ def test_a_bad_non_critical_field_is_nulled_and_listed(change: dict, field: str,
     assert result.status == "partial"
     assert result.nulled == [field] and result.data[field] is None
     assert any(message in e for e in result.errors), result.errors
-    assert {k: v for k, v in result.data.items() if k != field} == {k: v for k, v in GOOD.items() if k != field}
+    assert {k: v for k, v in result.data.items() if k != field} == {
+        k: v for k, v in GOOD.items() if k != field
+    }
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,87 @@
+"""The retry-queue commands: `formwork retry`, `formwork queue`, `formwork requeue ID`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from flows.cli_common import DbOption, fail, out, resolve_db
+
+
+def _parse_overrides(pairs: list[str]) -> dict[str, str]:
+    overrides = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"{pair!r}: use KEY=VALUE, e.g. reasoning_max_tokens=1024")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
+def retry(
+    limit: Annotated[int, typer.Option(help="claim at most N due entries")] = 100,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="a setting for this retry only, KEY=VALUE (e.g. vllm_model=big)"),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Reprocess the due entries of the retry queue, optionally with other settings."""
+    from pydantic import ValidationError
+
+    from flows.prefect_env import without_heartbeat
+    from flows.reprocess_failed import reprocess_failed
+
+    try:
+        with without_heartbeat():
+            summaries = reprocess_failed(
+                db_url=resolve_db(db), limit=limit, overrides=_parse_overrides(set_ or [])
+            )
+    except ValidationError as exc:
+        fail(f"a --set value is wrong: {exc}")
+    if not summaries:
+        out.print("nothing due in the retry queue")
+    for summary in summaries:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.statuses.items()))
+        out.print(f"run {summary.run_id}: {summary.schema}, {summary.records} records: {counts}")
+
+
+def queue(
+    state: Annotated[str | None, typer.Option(help="waiting, claimed or dead")] = None,
+    limit: Annotated[int, typer.Option(help="show at most N entries")] = 50,
+    db: DbOption = None,
+) -> None:
+    """Show the retry queue: entries, attempts, next try and last error."""
+    from db.queue import list_entries, queue_counts
+    from db.session import session_factory
+
+    with session_factory(resolve_db(db))() as session:
+        counts, entries = queue_counts(session), list_entries(session, state, limit)
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "empty"
+    table = Table(title=f"retry queue: {summary}")
+    for column in ("id", "record", "schema", "state", "attempts", "next try (UTC)", "last error"):
+        table.add_column(column, overflow="fold")
+    for e in entries:
+        table.add_row(
+            str(e.id), str(e.record_id), f"{e.schema_name}@v{e.schema_version}", e.state, str(e.attempts),
+            e.next_attempt_at.strftime("%Y-%m-%d %H:%M:%S"), e.last_error[:200],
+        )  # fmt: skip
+    out.print(table)
+
+
+def requeue(
+    entry_id: Annotated[int, typer.Argument(help="the queue entry id (see `formwork queue`)")],
+    db: DbOption = None,
+) -> None:
+    """Put a queue entry (dead or waiting) back for an immediate retry, attempts reset."""
+    from db.queue import requeue as requeue_entry
+    from db.session import session_factory
+
+    with session_factory(resolve_db(db))() as session:
+        try:
+            entry = requeue_entry(session, entry_id)
+        except LookupError as exc:
+            fail(f"{exc}; see `formwork queue`")
+        out.print(f"entry {entry.id} (record {entry.record_id}) is waiting again; run `formwork retry`")
