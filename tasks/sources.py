@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tasks.prompts import MAX_SOURCE_CHARS
+
 TEXT_SUFFIXES = {".txt", ".eml"}
 
 
@@ -40,8 +42,18 @@ def _clean(raw: bytes, meta: dict[str, Any]) -> str:
         text = text.replace("\x00", "")
         warnings.append("NUL bytes were removed")
     if warnings:
-        meta["warnings"] = warnings
+        meta.setdefault("warnings", []).extend(warnings)
     return text
+
+
+def _checked(record: InputRecord, where: str) -> InputRecord:
+    """Flag what the model cannot use: an empty text (failed), a text longer than a prompt takes (cut)."""
+    if not record.text.strip():
+        record.problem = record.problem or f"{where}: the text is empty"
+    elif len(record.text) > MAX_SOURCE_CHARS:
+        warning = f"the text has {len(record.text)} characters; the model sees the first {MAX_SOURCE_CHARS}"
+        record.meta.setdefault("warnings", []).append(warning)
+    return record
 
 
 def _from_fields(key: str, fields: dict[str, Any], where: str) -> InputRecord:
@@ -49,10 +61,7 @@ def _from_fields(key: str, fields: dict[str, Any], where: str) -> InputRecord:
     text = fields.get("text")
     if not isinstance(text, str):
         return InputRecord(key, json.dumps(fields, ensure_ascii=False), meta, f"{where} has no string 'text'")
-    record = InputRecord(key, _clean(text.encode("utf-8", errors="surrogatepass"), meta), meta)
-    if not record.text.strip():
-        record.problem = f"{where}: the text is empty"
-    return record
+    return _checked(InputRecord(key, _clean(text.encode("utf-8", errors="surrogatepass"), meta), meta), where)
 
 
 def _read_jsonl(path: Path) -> Iterator[InputRecord]:
@@ -90,7 +99,7 @@ def _read_folder(path: Path) -> Iterator[InputRecord]:
         meta: dict[str, Any] = {"file": str(file.relative_to(path))}
         text = _clean(file.read_bytes(), meta)
         key = str(file.relative_to(path))
-        yield InputRecord(key, text, meta, None if text.strip() else f"{key}: the file is empty")
+        yield _checked(InputRecord(key, text, meta), key)
 
 
 def read_records(source: str | Path) -> Iterator[InputRecord]:

@@ -57,7 +57,16 @@ def test_folder_of_text_files(tmp_path) -> None:
     assert records[1].problem and "empty" in records[1].problem
 
 
-@pytest.mark.parametrize(("name", "message"), [("missing.jsonl", "does not exist"), ("x.parquet", "unknown input")])
+def test_a_huge_text_is_kept_whole_with_a_warning_that_the_model_sees_a_cut(write_jsonl) -> None:
+    text = "Taxi 20 EUR. " * 80_000  # about 1 MB
+    (record,) = read_records(write_jsonl([{"id": "big", "text": text}]))
+    assert record.text == text and record.problem is None
+    assert record.meta["warnings"] == [f"the text has {len(text)} characters; the model sees the first 6000"]
+
+
+@pytest.mark.parametrize(
+    ("name", "message"), [("missing.jsonl", "does not exist"), ("x.parquet", "unknown input")]
+)
 def test_unusable_source_is_refused(tmp_path, name: str, message: str) -> None:
     if name.endswith(".parquet"):
         (tmp_path / name).write_bytes(b"PAR1")
