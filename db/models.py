@@ -97,7 +97,7 @@ class Result(Base):
     schema_version: Mapped[int] = mapped_column(Integer)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
     status: Mapped[str] = mapped_column(String(10), index=True)  # ok, partial, failed
-    data: Mapped[dict[str, Any] | None]
+    data: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))  # SQL NULL, not 'null'
     errors: Mapped[list[str]] = mapped_column(default=list)
     nulled: Mapped[list[str]] = mapped_column(default=list)
     reasoning_finish: Mapped[str | None] = mapped_column(String(20))

@@ -41,18 +41,14 @@ def run_summary(session: Session, run_id: int) -> RunSummary:
     summary = RunSummary(run_id, f"{run.schema_name}@v{run.schema_version}", run.state)
     of_run = Result.run_id == run_id
     summary.statuses = dict(
-        session.execute(select(Result.status, func.count()).where(of_run).group_by(Result.status))
-        .tuples()
-        .all()
+        session.execute(select(Result.status, func.count()).where(of_run).group_by(Result.status)).all()
     )
     summary.formatting_finishes = dict(
         session.execute(
             select(func.coalesce(Result.formatting_finish, "none"), func.count())
             .where(of_run)
             .group_by(Result.formatting_finish)
-        )
-        .tuples()
-        .all()
+        ).all()
     )
     calls, prompt, completion = session.execute(
         select(
@@ -77,7 +73,7 @@ def result_rows(
     if status is not None:
         query = query.where(Result.status == status)
     rows = []
-    for result, key, source in session.execute(query.order_by(Result.id)).tuples():
+    for result, key, source in session.execute(query.order_by(Result.id)).all():
         rows.append(
             {
                 "record": key,

@@ -16,6 +16,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from db.models import ModelCall, Record, Result, Run, utcnow
+from db.queue import record_failure, record_success
 from schemas.registry import Schema
 from tasks.extract import Outcome
 from tasks.sources import InputRecord
@@ -75,9 +76,7 @@ def store_records(session: Session, source: str, records: Iterable[InputRecord])
         found = dict(
             session.execute(
                 select(Record.key, Record.id).where(Record.source == source, Record.key.in_(list(unique)))
-            )
-            .tuples()
-            .all()
+            ).all()
         )
         session.commit()
         ids.extend(found[r.key] for r in batch)
@@ -131,4 +130,10 @@ def save_outcomes(
     key_columns = ["record_id", "schema_name", "schema_version"]
     updated = {key: statement.excluded[key] for key in rows[0] if key not in key_columns}
     session.execute(statement.on_conflict_do_update(index_elements=key_columns, set_=updated))
+    for outcome in outcomes:
+        if queue.wants(outcome):
+            error = "; ".join(outcome.verdict.errors) or outcome.verdict.status
+            record_failure(session, outcome.record_id, schema, error, max_attempts=queue.max_attempts)
+        else:
+            record_success(session, outcome.record_id, schema)
     session.commit()

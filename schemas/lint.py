@@ -53,7 +53,8 @@ def _check_keywords(node: dict[str, Any], where: str) -> list[str]:
             f"{sorted(BOUNDED_FORMATS)}, or maxLength with \"x-format\": \"email\" (checked after decoding)"
         )
     if "x-format" in node and node["x-format"] not in CHECKED_AFTER:
-        problems.append(f"{where}: x-format {node['x-format']!r} is unknown; use one of {sorted(CHECKED_AFTER)}")
+        known = sorted(CHECKED_AFTER)
+        problems.append(f"{where}: x-format {node['x-format']!r} is unknown; use one of {known}")
     for bound in ("maxLength", "minLength"):
         if bound in node and ("format" in node or "pattern" in node):
             problems.append(f"{where}: the grammar ignores {bound} beside format or pattern; drop one")

@@ -36,13 +36,13 @@ def test_every_record_stored_judged_and_explained(prefect_harness, local_engine,
     summary = batch_extract(str(write_jsonl(GOOD + BAD)), "expense", db_url=db_url)
     sessions = session_factory(db_url)
     with sessions() as session:
-        results = {r.key: res for res, r in session.execute(select(Result, Record).join(Record)).tuples()}
+        results = {r.key: res for res, r in session.execute(select(Result, Record).join(Record)).all()}
         calls = session.scalars(select(ModelCall)).all()
         run = session.get(Run, summary.run_id)
     assert summary.records == 4 and run.state == "finished" and run.finished_at is not None
-    assert set(results) == {"taxi", "lunch", "empty", "line-2"}
+    assert set(results) == {"taxi", "lunch", "empty", "line-4"}
     assert results["empty"].status == "failed" and "the text is empty" in results["empty"].errors[0]
-    assert results["line-2"].status == "failed" and "not valid JSON" in results["line-2"].errors[0]
+    assert results["line-4"].status == "failed" and "not valid JSON" in results["line-4"].errors[0]
     for key in ("taxi", "lunch"):
         assert results[key].status in ("ok", "partial", "failed")
         assert results[key].formatting_finish in ("stop", "length")

@@ -1,0 +1,219 @@
+"""The retry queue: failed records wait with exponential backoff, workers claim them, the dead stay put.
+
+- `record_failure` / `record_success` run inside the caller's chunk transaction and never commit, so a
+  result and its queue entry are written (or rolled back) together.
+- `claim_due` commits at once: a claim must be visible to other workers before the slow model call, and
+  the model must never be called inside an open transaction. A worker that dies leaves its claims
+  behind; `release_stale` puts them back after a timeout.
+- Claiming is one statement on both backends, so two workers never take the same entry. PostgreSQL:
+  `WITH due AS MATERIALIZED (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED) UPDATE ... WHERE id IN (SELECT
+  id FROM due) RETURNING`. SQLite: the same without the lock clause, under the `BEGIN IMMEDIATE` that
+  db.session issues (one writer at a time). A SELECT followed by a separate UPDATE is the trap: on
+  SQLite with default driver settings it handed the same rows to two workers.
+- Times are timezone-aware UTC; `now` is the queue's clock (injectable for tests), `updated_at` is
+  always the wall clock. SQLite stores DateTime(timezone=True) without an offset and reads it
+  back naive, so every time is converted to UTC before it is written or compared: stored wall clocks
+  are then UTC on both backends and compare correctly in SQL.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from db.models import RetryEntry, utcnow
+from schemas.registry import Schema
+
+STATES = ("waiting", "claimed", "dead")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a worker needs to retry one entry; plain values, so it outlives the session."""
+
+    entry_id: int
+    record_id: int
+    schema_name: str
+    schema_version: int
+    schema_source: str
+    attempts: int
+
+
+def _utc(moment: datetime | None) -> datetime:
+    """Aware UTC; a naive time is taken to be UTC already (that is how SQLite hands them back)."""
+    if moment is None:
+        return utcnow()
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _is_postgres(session: Session) -> bool:
+    return session.get_bind().dialect.name == "postgresql"
+
+
+def backoff_seconds(
+    attempts: int, base_s: float = 60, cap_s: float = 6 * 3600, rng: random.Random | None = None
+) -> float:
+    """Seconds to wait before try `attempts + 1`: uniform in [0, min(cap, base * 2**(attempts-1))].
+
+    Full jitter (not a fixed delay plus noise) spreads a burst of failures, such as a model server that
+    went down for a minute, over the whole window instead of retrying them all at the same moment.
+    """
+    exponent = min(max(attempts, 1) - 1, 62)  # any real cap is reached long before; no float overflow
+    ceiling = min(cap_s, base_s * 2.0**exponent)
+    return (rng or random).uniform(0.0, ceiling)
+
+
+def record_failure(
+    session: Session,
+    record_id: int,
+    schema: Schema,
+    error: str,
+    *,
+    max_attempts: int = 5,
+    now: datetime | None = None,
+) -> RetryEntry:
+    """Count one more failed try of (record, schema version); dead-letter it at `max_attempts`.
+
+    One upsert increments the counter in SQL, so two failures recorded at once cannot both read the
+    old count; the new count then decides the state and the backoff. Flushed, not committed: it belongs
+    to the caller's chunk transaction.
+    """
+    now = _utc(now)
+    dialect = postgresql if _is_postgres(session) else sqlite
+    statement = dialect.insert(RetryEntry).values(
+        record_id=record_id, schema_name=schema.name, schema_version=schema.version,
+        schema_source=schema.source, attempts=1, last_error=error, next_attempt_at=now, state="waiting",
+        claimed_by=None, claimed_at=None, updated_at=utcnow(),
+    )  # fmt: skip
+    statement = statement.on_conflict_do_update(
+        index_elements=["record_id", "schema_name", "schema_version"],
+        set_={
+            "attempts": RetryEntry.__table__.c.attempts + 1, "last_error": statement.excluded.last_error,
+            "schema_source": statement.excluded.schema_source, "claimed_by": None, "claimed_at": None,
+            "updated_at": statement.excluded.updated_at,
+        },
+    )  # fmt: skip
+    entry = session.scalars(
+        statement.returning(RetryEntry), execution_options={"populate_existing": True}
+    ).one()
+    entry.state = "dead" if entry.attempts >= max_attempts else "waiting"
+    entry.next_attempt_at = now + timedelta(seconds=backoff_seconds(entry.attempts))
+    session.flush()
+    return entry
+
+
+def record_success(session: Session, record_id: int, schema: Schema) -> None:
+    """Forget the entry of a record that now has a result. Not committed: part of the chunk's transaction."""
+    session.execute(
+        delete(RetryEntry).where(
+            RetryEntry.record_id == record_id,
+            RetryEntry.schema_name == schema.name,
+            RetryEntry.schema_version == schema.version,
+        )
+    )
+
+
+def claim_due(session: Session, worker: str, limit: int, now: datetime | None = None) -> list[Claim]:
+    """Take up to `limit` due, waiting entries for `worker`, oldest due first, and commit the claim.
+
+    One statement picks and marks the rows, so no other worker can take them in between; see the module
+    docstring for why each backend is safe.
+    """
+    if limit <= 0:
+        return []
+    now = _utc(now)
+    due = (
+        select(RetryEntry.id)
+        .where(RetryEntry.state == "waiting", RetryEntry.next_attempt_at <= now)
+        .order_by(RetryEntry.next_attempt_at, RetryEntry.id)
+        .limit(limit)
+    )
+    if _is_postgres(session):
+        due = due.with_for_update(skip_locked=True)
+    # MATERIALIZED: pick once. As a plain `IN (subquery)` PostgreSQL may re-run the subquery for every
+    # candidate row; the rows this UPDATE already changed are then skipped by SKIP LOCKED and the next
+    # ones picked, so `LIMIT 1` claimed the whole queue (seen with 3 and 50 rows, PostgreSQL 15).
+    picked = due.cte("due").prefix_with("MATERIALIZED")
+    statement = (
+        update(RetryEntry)
+        .where(RetryEntry.id.in_(select(picked.c.id)))
+        .values(state="claimed", claimed_by=worker, claimed_at=now, updated_at=utcnow())
+        .returning(
+            RetryEntry.id, RetryEntry.record_id, RetryEntry.schema_name, RetryEntry.schema_version,
+            RetryEntry.schema_source, RetryEntry.attempts, RetryEntry.next_attempt_at,
+        )
+        .execution_options(synchronize_session="fetch")
+    )  # fmt: skip
+    rows = session.execute(statement).all()
+    session.commit()
+    rows.sort(key=lambda row: (_utc(row.next_attempt_at), row.id))  # RETURNING has no order of its own
+    return [Claim(*row[:6]) for row in rows]
+
+
+def release_stale(session: Session, older_than: timedelta, now: datetime | None = None) -> int:
+    """Put claims older than `older_than` back to waiting (their worker died or hung); commit; count them.
+
+    Their due time is already past, so they are claimable again at once.
+    """
+    cutoff = _utc(now) - older_than
+    statement = (
+        update(RetryEntry)
+        .where(RetryEntry.state == "claimed", RetryEntry.claimed_at < cutoff)
+        .values(state="waiting", claimed_by=None, claimed_at=None, updated_at=utcnow())
+        .execution_options(synchronize_session="fetch")
+    )
+    count = session.execute(statement).rowcount
+    session.commit()
+    return count
+
+
+def requeue(session: Session, entry_id: int, now: datetime | None = None) -> RetryEntry:
+    """An operator's "try again now": due at once, attempts from zero, any claim cleared; commit.
+
+    Works on dead and claimed entries too; a worker still busy with a claimed one may then finish it
+    while another retries it, which is harmless because results are upserted per (record, schema).
+    """
+    now = _utc(now)
+    statement = (
+        update(RetryEntry)
+        .where(RetryEntry.id == entry_id)
+        .values(state="waiting", next_attempt_at=now, attempts=0, claimed_by=None, claimed_at=None,
+                updated_at=utcnow())
+        .returning(RetryEntry)
+        .execution_options(populate_existing=True)
+    )  # fmt: skip
+    entry = session.scalars(statement).one_or_none()
+    if entry is None:
+        session.rollback()
+        raise LookupError(f"no retry queue entry with id {entry_id}")
+    session.commit()
+    return entry
+
+
+def _read(session: Session, statement: Any) -> list[Any]:
+    """Run a read; end the transaction if this call began it (on SQLite it holds the write lock)."""
+    began = not session.in_transaction()
+    rows = list(session.execute(statement))
+    if began:
+        session.commit()
+    return rows
+
+
+def list_entries(session: Session, state: str | None = None, limit: int = 100) -> list[RetryEntry]:
+    """Entries (of one state, or all), soonest due first: what an operator looks at."""
+    statement = select(RetryEntry).order_by(RetryEntry.next_attempt_at, RetryEntry.id).limit(limit)
+    if state is not None:
+        statement = statement.where(RetryEntry.state == state)
+    return [row[0] for row in _read(session, statement)]
+
+
+def queue_counts(session: Session) -> dict[str, int]:
+    """How many entries are in each state; the known states are always present, zero or not."""
+    rows = _read(session, select(RetryEntry.state, func.count()).group_by(RetryEntry.state))
+    return {state: 0 for state in STATES} | {state: count for state, count in rows}

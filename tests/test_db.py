@@ -1,0 +1,197 @@
+"""The database on both backends: migrations build exactly the models' schema, and writes are idempotent."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine, func, inspect, select
+from sqlalchemy import types as sqltypes
+
+import db.store
+from db.models import Base, ModelCall, Record, Result
+from db.queue import queue_counts
+from db.session import alembic_config, get_engine, session_factory
+from db.store import QueuePolicy, records_without_result, save_outcomes, start_run, store_records
+from schemas.registry import load_schema
+from tasks.extract import CallLog, Outcome
+from tasks.sources import InputRecord
+from tasks.validate import Verdict
+
+EXPENSE = load_schema("expense")
+EXPENSE_V2 = dataclasses.replace(EXPENSE, version=EXPENSE.version + 1)
+
+# Every table's columns, written out so that a migration cannot drift silently (cf. simonw/llm's
+# tests/test_migrate.py). A trailing "?" means nullable. "timestamptz" is DateTime(timezone=True); SQLite
+# has no such type and reflects a plain DATETIME, which the normaliser below accepts there only.
+EXPECTED_COLUMNS = {
+    "records": {
+        "id": "int", "source": "str(500)", "key": "str(200)", "text": "text", "meta": "json",
+        "problem": "text?", "created_at": "timestamptz",
+    },
+    "runs": {
+        "id": "int", "flow": "str(60)", "source": "str(500)", "schema_name": "str(100)",
+        "schema_version": "int", "engine": "str(40)", "reasoning_model": "str(200)",
+        "formatting_model": "str(200)", "state": "str(20)", "started_at": "timestamptz",
+        "finished_at": "timestamptz?",
+    },
+    "model_calls": {
+        "id": "int", "run_id": "int", "record_id": "int", "pass_name": "str(20)", "attempt": "int",
+        "model": "str(200)", "prompt_hash": "str(32)", "prompt_tokens": "int", "completion_tokens": "int",
+        "max_tokens": "int", "finish_reason": "str(20)", "duration_s": "float", "output": "text",
+        "error": "text?", "created_at": "timestamptz",
+    },
+    "results": {
+        "id": "int", "record_id": "int", "schema_name": "str(100)", "schema_version": "int", "run_id": "int",
+        "status": "str(10)", "data": "json?", "errors": "json", "nulled": "json",
+        "reasoning_finish": "str(20)?", "formatting_finish": "str(20)?", "retryable": "bool",
+        "attempts": "int", "updated_at": "timestamptz",
+    },
+    "retry_queue": {
+        "id": "int", "record_id": "int", "schema_name": "str(100)", "schema_version": "int",
+        "schema_source": "str(500)", "attempts": "int", "last_error": "text",
+        "next_attempt_at": "timestamptz", "state": "str(12)", "claimed_by": "str(100)?",
+        "claimed_at": "timestamptz?", "updated_at": "timestamptz",
+    },
+    "alembic_version": {"version_num": "str(32)"},
+}  # fmt: skip
+# The upserts depend on these unique keys, the queue and the reports on these indexes.
+EXPECTED_UNIQUE = {
+    "records": {("source", "key")},
+    "results": {("record_id", "schema_name", "schema_version")},
+    "retry_queue": {("record_id", "schema_name", "schema_version")},
+}
+EXPECTED_INDEXES = {
+    "model_calls": {("record_id",), ("run_id",)},
+    "results": {("run_id",), ("status",)},
+    "retry_queue": {("next_attempt_at",), ("state",)},
+}
+EXPECTED_FOREIGN_KEYS = {
+    "model_calls": {("record_id", "records"), ("run_id", "runs")},
+    "results": {("record_id", "records"), ("run_id", "runs")},
+    "retry_queue": {("record_id", "records")},
+}
+
+
+def _kind(column: dict, backend: str) -> str:
+    kind_of = column["type"]
+    if isinstance(kind_of, sqltypes.Boolean):
+        kind = "bool"
+    elif isinstance(kind_of, sqltypes.JSON):
+        kind = "json"
+    elif isinstance(kind_of, sqltypes.Text):
+        kind = "text"
+    elif isinstance(kind_of, sqltypes.String):
+        kind = f"str({kind_of.length})"
+    elif isinstance(kind_of, sqltypes.Integer):
+        kind = "int"
+    elif isinstance(kind_of, sqltypes.Float):
+        kind = "float"
+    elif isinstance(kind_of, sqltypes.DateTime):
+        kind = "timestamptz" if kind_of.timezone or backend == "sqlite" else "timestamp"
+    else:
+        kind = repr(kind_of)
+    return kind + ("?" if column["nullable"] else "")
+
+
+@pytest.fixture
+def engine(any_db_url: str) -> Engine:
+    return get_engine(any_db_url)  # an empty database, upgraded to head here
+
+
+def test_migrations_reach_head_and_match_the_models(engine: Engine, any_db_url: str) -> None:
+    head = ScriptDirectory.from_config(alembic_config(any_db_url)).get_current_head()
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        assert context.get_current_revision() == head
+        assert compare_metadata(context, Base.metadata) == []
+
+
+def test_every_table_has_exactly_the_pinned_columns_keys_and_indexes(engine: Engine) -> None:
+    inspector = inspect(engine)
+    backend = engine.dialect.name
+    assert set(inspector.get_table_names()) == set(EXPECTED_COLUMNS)
+    for table, expected in EXPECTED_COLUMNS.items():
+        found = {column["name"]: _kind(column, backend) for column in inspector.get_columns(table)}
+        assert found == expected, table
+        assert inspector.get_pk_constraint(table)["constrained_columns"] == (
+            ["id"] if table != "alembic_version" else ["version_num"]
+        )
+        unique = {tuple(u["column_names"]) for u in inspector.get_unique_constraints(table)}
+        assert unique == EXPECTED_UNIQUE.get(table, set()), table
+        indexes = {tuple(i["column_names"]) for i in inspector.get_indexes(table) if not i.get("unique")}
+        assert indexes == EXPECTED_INDEXES.get(table, set()), table
+        foreign = {
+            (fk["constrained_columns"][0], fk["referred_table"]) for fk in inspector.get_foreign_keys(table)
+        }
+        assert foreign == EXPECTED_FOREIGN_KEYS.get(table, set()), table
+
+
+def test_migrations_downgrade_to_nothing_and_upgrade_again(engine: Engine, any_db_url: str) -> None:
+    with engine.begin() as connection:
+        config = alembic_config(any_db_url)
+        config.attributes["connection"] = connection
+        command.downgrade(config, "base")
+        assert set(inspect(connection).get_table_names()) <= {"alembic_version"}
+        command.upgrade(config, "head")
+        assert set(inspect(connection).get_table_names()) == set(EXPECTED_COLUMNS)
+
+
+def _records(n: int, text: str = "text") -> list[InputRecord]:
+    return [InputRecord(f"k{i}", f"{text} {i}", {"line": i}) for i in range(n)]
+
+
+def test_store_records_is_idempotent_per_source_and_key(any_db_url: str, monkeypatch) -> None:
+    monkeypatch.setattr(db.store, "BATCH", 3)  # 7 records: three transactions, across batch edges
+    with session_factory(any_db_url)() as session:
+        first = store_records(session, "a.jsonl", _records(7))
+        again = store_records(session, "a.jsonl", _records(7, text="changed"))
+        other = store_records(session, "b.jsonl", _records(2))
+        assert again == first and len(set(first)) == 7
+        assert not set(other) & set(first)
+        assert session.scalar(select(func.count()).select_from(Record)) == 9
+        stored = session.scalars(select(Record).where(Record.source == "a.jsonl").order_by(Record.id)).all()
+        assert [r.id for r in stored] == sorted(first)
+        assert [r.text for r in stored] == [f"changed {i}" for i in range(7)]  # the upsert updates
+
+
+def _outcome(record_id: int, status: str, attempts: int = 1) -> Outcome:
+    data = {"who": "Maria"} if status != "failed" else None
+    call = CallLog("formatting", attempts, "fake", "0" * 32, 64, "stop", 10, 5, 0.01, "{}")
+    verdict = Verdict(status, data, [] if status == "ok" else ["who: wrong"])  # type: ignore[arg-type]
+    return Outcome(
+        record_id, verdict, attempts, reasoning_finish="stop", formatting_finish="stop",
+        retryable=status == "failed", calls=[call],
+    )  # fmt: skip
+
+
+def test_save_outcomes_upserts_one_result_per_record_and_schema_version(any_db_url: str) -> None:
+    with session_factory(any_db_url)() as session:
+        ids = store_records(session, "a.jsonl", _records(3))
+        fields = dict(flow="test", source="a.jsonl", engine="fake", reasoning_model="m", formatting_model="m")
+        run_1 = start_run(session, schema_name=EXPENSE.name, schema_version=EXPENSE.version, **fields)
+        save_outcomes(session, run_1, EXPENSE, [_outcome(i, "failed") for i in ids], QueuePolicy())
+        assert records_without_result(session, ids, EXPENSE) == []
+        assert records_without_result(session, ids, EXPENSE_V2) == ids
+
+        run_2 = start_run(session, schema_name=EXPENSE.name, schema_version=EXPENSE.version, **fields)
+        save_outcomes(session, run_2, EXPENSE, [_outcome(i, "ok", attempts=2) for i in ids], QueuePolicy())
+        save_outcomes(session, run_2, EXPENSE_V2, [_outcome(ids[0], "partial")], QueuePolicy())
+
+        results = session.scalars(select(Result).order_by(Result.schema_version, Result.record_id)).all()
+        assert [(r.record_id, r.schema_version) for r in results] == [
+            *((i, EXPENSE.version) for i in ids),
+            (ids[0], EXPENSE_V2.version),
+        ]
+        first = results[: len(ids)]
+        assert {(r.status, r.run_id, r.attempts, r.retryable) for r in first} == {("ok", run_2, 2, False)}
+        assert all(r.data == {"who": "Maria"} and r.errors == [] for r in first)
+        assert results[-1].status == "partial"
+        # Every call is a row, however often a record is saved: 3 + 3 + 1.
+        assert session.scalar(select(func.count()).select_from(ModelCall)) == 7
+        # Whatever the failed save queued, the ok save took back; a partial is not queued by default.
+        assert queue_counts(session) == {"waiting": 0, "claimed": 0, "dead": 0}
