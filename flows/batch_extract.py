@@ -43,18 +43,14 @@ def batch_extract(
     settings = Settings()
     chosen = checked_schema(schema)
     records = read_records(source)  # a missing or unreadable source is refused here, before any write
-    engines = checked_engines(settings)
-    sessions = session_factory(db_url or settings.db_url)
-    label = source_label(source)
-    with sessions() as session:
-        record_ids = store_records(session, label, islice(records, limit))
-        pending = records_without_result(session, record_ids, chosen)
-    context = new_context(sessions, settings, chosen, engines, flow="batch_extract", source=label)
-    get_run_logger().info(
-        "run %s: %d records, %d without a result for %s",
-        context.run_id,
-        len(record_ids),
-        len(pending),
-        chosen.label,
-    )
-    return run_chunks(context, pending, chunk_size or settings.chunk_size)
+    with checked_engines(settings) as engines:
+        sessions = session_factory(db_url or settings.db_url)
+        label = source_label(source)
+        with sessions() as session:
+            record_ids = store_records(session, label, islice(records, limit))
+            pending = records_without_result(session, record_ids, chosen)
+        context = new_context(sessions, settings, chosen, engines, flow="batch_extract", source=label)
+        get_run_logger().info(
+            "run %s: %d records, %d new for %s", context.run_id, len(record_ids), len(pending), chosen.label
+        )
+        return run_chunks(context, pending, chunk_size or settings.chunk_size)

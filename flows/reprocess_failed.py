@@ -45,26 +45,28 @@ def reprocess_failed(
     logger.info("claimed %d entries (%d stale claims put back)", len(claims), released)
     if not claims:
         return []
-    engines = checked_engines(settings)
-    by_schema: dict[str, list[Claim]] = defaultdict(list)
-    for claim in claims:
-        by_schema[claim.schema_source].append(claim)
     summaries = []
-    for source, group in by_schema.items():
-        try:
-            schema = checked_schema(source)
-        except SchemaProblem as exc:  # the schema file moved or broke: say so on each entry
-            _fail_claims(sessions, group, f"schema unusable: {exc}", settings.queue_max_attempts)
-            continue
-        outdated = [c for c in group if c.schema_version != schema.version]
-        if outdated:
-            message = f"{source} is now version {schema.version}; run the records again with batch_extract"
-            _fail_claims(sessions, outdated, message, settings.queue_max_attempts)
-        context = new_context(
-            sessions, settings, schema, engines, flow="reprocess_failed", source=source, redo=True
-        )
-        record_ids = [c.record_id for c in group if c.schema_version == schema.version]
-        summaries.append(run_chunks(context, record_ids, settings.chunk_size))
+    with checked_engines(settings) as engines:
+        by_schema: dict[str, list[Claim]] = defaultdict(list)
+        for claim in claims:
+            by_schema[claim.schema_source].append(claim)
+        for source, group in by_schema.items():
+            try:
+                schema = checked_schema(source)
+            except SchemaProblem as exc:  # the schema file moved or broke: say so on each entry
+                _fail_claims(sessions, group, f"schema unusable: {exc}", settings.queue_max_attempts)
+                continue
+            outdated = [c for c in group if c.schema_version != schema.version]
+            if outdated:
+                message = (
+                    f"{source} is now version {schema.version}; run the records again with batch_extract"
+                )
+                _fail_claims(sessions, outdated, message, settings.queue_max_attempts)
+            context = new_context(
+                sessions, settings, schema, engines, flow="reprocess_failed", source=source, redo=True
+            )
+            record_ids = [c.record_id for c in group if c.schema_version == schema.version]
+            summaries.append(run_chunks(context, record_ids, settings.chunk_size))
     return summaries
 
 

@@ -7,7 +7,8 @@ the reprocessing flow) picks up where it stopped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from prefect import get_run_logger
 from sqlalchemy.orm import Session
@@ -17,7 +18,7 @@ from db.store import QueuePolicy, finish_run, start_run
 from schemas.lint import grammar_compile_error
 from schemas.registry import Schema, SchemaProblem, load_schema
 from tasks.chunk import RunContext, process_chunk
-from tasks.engines import check_engines, open_engines
+from tasks.engines import check_engines, engines_for
 from tasks.engines.base import Engine
 from tasks.extract import ExtractOptions
 from tasks.settings import Settings
@@ -32,12 +33,13 @@ def checked_schema(name_or_path: str) -> Schema:
     return schema
 
 
-def checked_engines(settings: Settings) -> tuple[Engine, Engine]:
+@contextmanager
+def checked_engines(settings: Settings) -> Iterator[tuple[Engine, Engine]]:
     """Open the engines and run their start-up checks (a server that ignores schemas is refused)."""
-    reasoner, formatter = open_engines(settings)
-    for found in check_engines(reasoner, formatter):
-        get_run_logger().info("engine ready: %s", found)
-    return reasoner, formatter
+    with engines_for(settings) as (reasoner, formatter):
+        for found in check_engines(reasoner, formatter):
+            get_run_logger().info("engine ready: %s", found)
+        yield reasoner, formatter
 
 
 def new_context(

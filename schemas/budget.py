@@ -3,7 +3,7 @@
 The grammar stops decoding as soon as the JSON is complete, so the budget is only a ceiling: it must be
 large enough for the longest document the schema allows (or a valid answer is cut at `length`) and no
 larger (or a runaway costs more). Every token is at least one byte, so counting the worst case in
-bytes is a safe ceiling: a free string of maxLength N is at most 3N bytes of UTF-8 (BMP).
+bytes is a safe ceiling: a free string of maxLength N is at most 4N bytes of UTF-8 (emoji take 4).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _node_bytes(node: dict[str, Any]) -> int:
     types = set(declared if isinstance(declared, list) else [declared])
     sizes = [4]  # null
     if "string" in types:
-        sizes.append(3 * node["maxLength"] + 2 if "maxLength" in node else UNBOUNDED_STRING_BYTES)
+        sizes.append(4 * node["maxLength"] + 2 if "maxLength" in node else UNBOUNDED_STRING_BYTES)
     if types & {"number", "integer"}:
         sizes.append(NUMBER_BYTES)
     if "boolean" in types:

@@ -4,7 +4,9 @@ Retries inside a run follow what went wrong:
 - invalid values: format again with the concrete validation errors fed back, reusing the notes;
 - the formatting pass cut at `length`: format again with twice the budget (up to a cap), never by
   sending the truncated text back;
-- the reasoning pass cut at `length`: reason again with twice the budget;
+- the reasoning pass cut at `length`: reason again with twice the budget, unless the notes end in a
+  loop (a small model repeating itself gains nothing from more tokens);
+- nothing left to change (same notes, same prompt, greedy decoding): stop early;
 - an engine error: no retry here; the record is failed with `retryable` set, and the chunk decides.
 Every call, retried or not, is logged as a `CallLog` and becomes a row.
 """
@@ -67,6 +69,11 @@ class Outcome:
     calls: list[CallLog] = field(default_factory=list)
 
 
+def looping(text: str, window: int = 32) -> bool:
+    """True when the text ends in a run it already wrote twice: more budget would buy more of it."""
+    return len(text) >= 3 * window and text.count(text[-window:]) >= 3
+
+
 class _Caller:
     """Calls an engine and logs the call, whatever happens."""
 
@@ -107,12 +114,13 @@ def extract_record(
     call = _Caller(outcome)
     reasoning_budget = options.reasoning_max_tokens
     format_budget_now = options.format_max_tokens or format_budget(schema.body)
-    notes: Completion | None = None
+    notes: Completion
     feedback: list[str] = []
+    redo_reasoning = True
     try:
         for attempt in range(1, options.max_attempts + 1):
             outcome.attempts = attempt
-            if notes is None or notes.finish_reason == "length":
+            if redo_reasoning:
                 sampling = Sampling(
                     reasoning_budget,
                     temperature=options.reasoning_temperature,
@@ -126,16 +134,17 @@ def extract_record(
             verdict = judge(schema, text, notes, shaped)
             if RANK[verdict.status] >= RANK[outcome.verdict.status]:
                 outcome.verdict = verdict
-                outcome.reasoning_finish, outcome.formatting_finish = (
-                    notes.finish_reason,
-                    shaped.finish_reason,
-                )
+                outcome.reasoning_finish = notes.finish_reason
+                outcome.formatting_finish = shaped.finish_reason
             if verdict.status == "ok":
                 break
-            if shaped.finish_reason == "length":
+            redo_reasoning = notes.finish_reason == "length" and not looping(notes.text)
+            if shaped.finish_reason == "length" and format_budget_now < BUDGET_CAP:
                 format_budget_now, feedback = min(2 * format_budget_now, BUDGET_CAP), []
-            elif notes.finish_reason != "length":
-                feedback = verdict.errors
+            elif verdict.feedback:
+                feedback = verdict.feedback
+            elif not redo_reasoning:
+                break  # same notes, same prompt, same greedy answer: another attempt changes nothing
     except EngineError as exc:
         if RANK[outcome.verdict.status] == 0:
             outcome.verdict = Verdict("failed", None, [f"engine error: {exc}"])

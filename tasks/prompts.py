@@ -1,8 +1,8 @@
 """The two passes' prompts: think freely with the field guide, then copy the findings into JSON.
 
 The reasoning prompt never asks for JSON: forcing the answer's shape first cuts the model's reasoning.
-The formatting prompt gives the source text and the notes, so exact values (an e-mail, an amount) can
-be copied from the source rather than from the notes' paraphrase.
+The formatting prompt continues that conversation, so the source text stays in view and exact values
+(an e-mail, an amount) can be copied from it rather than from the notes' paraphrase.
 """
 
 from __future__ import annotations
@@ -64,17 +64,20 @@ def reasoning_messages(schema: Schema, text: str) -> list[Message]:
 def formatting_messages(
     schema: Schema, text: str, notes: str, feedback: list[str] | None = None
 ) -> list[Message]:
-    """Ask to copy the notes into the schema's JSON; `feedback` lists what was wrong last time."""
-    content = (
-        f"Text:\n{text[:MAX_SOURCE_CHARS]}\n\nNotes:\n{notes}\n\n"
-        f"Fields:\n{field_guide(schema)}\n\n"
-        "Write the JSON object with these fields, using the notes and the text."
-    )
+    """Continue the reasoning conversation: the notes as the model's turn, then ask for the JSON.
+
+    Continuing rather than starting afresh makes the whole reasoning prompt (and often the notes) a
+    prefix of the formatting prompt, so an engine with a prefix cache (vLLM's, or the embedded engine's
+    KV reuse) reads only the last turn again: the formatting pass stays cheap. `feedback` lists what
+    was wrong with the previous answer.
+    """
+    request = "Now write these notes as one JSON object with exactly those fields."
     if feedback:
-        content += "\n\nYour previous answer was rejected:\n" + "\n".join(f"- {f}" for f in feedback)
+        request += "\n\nYour previous answer was rejected:\n" + "\n".join(f"- {f}" for f in feedback)
     return [
-        {"role": "system", "content": "You convert notes into JSON that follows the given fields exactly."},
-        {"role": "user", "content": content},
+        *reasoning_messages(schema, text),
+        {"role": "assistant", "content": notes},
+        {"role": "user", "content": request},
     ]
 
 

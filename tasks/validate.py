@@ -33,6 +33,7 @@ class Verdict:
     data: dict[str, Any] | None
     errors: list[str] = field(default_factory=list)
     nulled: list[str] = field(default_factory=list)
+    feedback: list[str] = field(default_factory=list)  # the field errors, which a retry can be told
 
 
 def _semantic_errors(schema: Schema, data: dict[str, Any], source: str) -> list[tuple[str, str]]:
@@ -72,11 +73,13 @@ def judge(schema: Schema, source: str, reasoning: Completion, formatting: Comple
         for name, done in (("reasoning", reasoning), ("formatting", formatting))
         if done.finish_reason != "stop"
     ]
-    messages = stops + [message for _, message in field_errors]
+    feedback = [message for _, message in field_errors]
     bad_fields = {top for top, _ in field_errors}
     if stops or not isinstance(data, dict) or ROOT in bad_fields or bad_fields & schema.critical_fields:
-        return Verdict("failed", data if isinstance(data, dict) else None, messages)
+        return Verdict(
+            "failed", data if isinstance(data, dict) else None, stops + feedback, feedback=feedback
+        )
     if bad_fields:
         nulled = sorted(bad_fields)
-        return Verdict("partial", {**data, **dict.fromkeys(nulled)}, messages, nulled)
+        return Verdict("partial", {**data, **dict.fromkeys(nulled)}, feedback, nulled, feedback)
     return Verdict("ok", data)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
+import tasks.engines
 from db.models import ModelCall, Record, Result, Run
 from db.session import session_factory
-from flows import runner
 from flows.batch_extract import batch_extract
 from schemas.registry import SchemaProblem
 
@@ -73,7 +73,7 @@ def test_records_are_stored_before_any_model_sees_them(
                 seen.append(_count(sessions, select(func.count(Record.id))))
             return local_engine.complete(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "open_engines", lambda settings: (Spy(), Spy()))
+    monkeypatch.setattr(tasks.engines, "open_engines", lambda settings: (Spy(), Spy()))
     batch_extract(str(write_jsonl(GOOD)), "expense", db_url=db_url)
     assert seen == [2]
 

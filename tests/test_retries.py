@@ -8,7 +8,7 @@ import pytest
 
 from schemas.registry import load_schema
 from tasks.engines.base import Completion, EngineUnavailable
-from tasks.extract import ExtractOptions, extract_record
+from tasks.extract import ExtractOptions, extract_record, looping
 
 pytestmark = pytest.mark.slow
 CHAT = load_schema("chat_tag")
@@ -22,8 +22,12 @@ def test_length_stop_is_retried_with_a_doubled_budget_never_the_truncated_text(l
     assert [c.max_tokens for c in formatting] == [3, 6, 12]
     assert all(c.finish_reason == "length" for c in formatting)
     assert [c.attempt for c in formatting] == [1, 2, 3] and outcome.attempts == 3
-    # the notes are reused when only formatting failed; redone (with a bigger budget) when they were cut
-    assert len(reasoning) == (1 if reasoning[0].finish_reason == "stop" else 3)
+    # notes are redone, with twice the budget, only when they were cut and were not looping
+    for earlier in reasoning[:-1]:
+        assert earlier.finish_reason == "length" and not looping(earlier.output)
+    last = reasoning[-1]
+    assert last.attempt == 3 or last.finish_reason == "stop" or looping(last.output)
+    assert [c.max_tokens for c in reasoning] == [200, 400, 800][: len(reasoning)]
     assert outcome.verdict.status == "failed" and outcome.formatting_finish == "length"
 
 
@@ -68,3 +72,15 @@ def test_engine_error_fails_the_record_as_retryable_and_logs_the_call() -> None:
     assert [(c.pass_name, c.finish_reason, c.error) for c in outcome.calls] == [
         ("reasoning", "error", "connection refused (is the server running?)")
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The amount is 12 EUR. " * 6, True),
+        ("Maria paid 42.80 USD for lunch with Acme on 2024-03-14; the project is Apollo.", False),
+        ("ab" * 10, False),  # too short to judge
+    ],
+)
+def test_looping_notes_are_recognised(text: str, expected: bool) -> None:
+    assert looping(text) is expected

@@ -1,11 +1,14 @@
 """Pick the engines for a run from the settings: one for the reasoning pass, one for formatting.
 
-An if/elif is enough while every engine lives in this tree. Engines are cached per process: the
-embedded model loads once, and an HTTP engine keeps its connection pool across chunks.
+An if/elif is enough while every engine lives in this tree. The embedded model is cached per process
+(it loads once and is never closed); a server engine lives for one flow run, its connection pool
+shared by all the run's chunks, and is closed by `engines_for` when the run ends.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
@@ -53,3 +56,15 @@ def check_engines(*engines: Engine) -> list[str]:
         if check is not None:
             found.append(str(check()))
     return found
+
+
+@contextmanager
+def engines_for(settings: Settings) -> Iterator[tuple[Engine, Engine]]:
+    """Open the run's engines and close the server ones at the end (the embedded model stays loaded)."""
+    reasoner, formatter = open_engines(settings)
+    try:
+        yield reasoner, formatter
+    finally:
+        if settings.engine != "local":
+            for engine in dict.fromkeys((reasoner, formatter)):
+                engine.close()

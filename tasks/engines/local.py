@@ -126,12 +126,26 @@ class LocalEngine:
             model=self.model,
         )
 
+    def _eval_prompt(self, prompt: list[int]) -> None:
+        """Evaluate the prompt, reusing the KV cache of the longest prefix shared with the last call.
+
+        The formatting prompt continues the reasoning conversation, so most of it is already cached.
+        At least one token is evaluated again, so the logits belong to this prompt.
+        """
+        cached = self._llm.input_ids[: self._llm.n_tokens]
+        shared = 0
+        for old, new in zip(cached, prompt[:-1], strict=False):
+            if old != new:
+                break
+            shared += 1
+        self._llm.n_tokens = shared  # eval() drops the KV cache past this point
+        self._llm.eval(prompt[shared:])
+
     def _decode(
         self, prompt: list[int], budget: int, sampling: Sampling, matcher: Any
     ) -> tuple[list[int], Any]:
         """Greedy or sampled decoding; the matcher, when given, masks every step."""
-        self._llm.reset()
-        self._llm.eval(prompt)
+        self._eval_prompt(prompt)
         rng = np.random.default_rng(sampling.seed)
         mask = _TokenMask(self._n_vocab) if matcher is not None else None
         output: list[int] = []
