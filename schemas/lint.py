@@ -50,7 +50,7 @@ def _check_keywords(node: dict[str, Any], where: str) -> list[str]:
     if "format" in node and node["format"] not in BOUNDED_FORMATS:
         problems.append(
             f"{where}: format {node['format']!r} has no length bound in the grammar; use one of "
-            f"{sorted(BOUNDED_FORMATS)}, or maxLength with \"x-format\": \"email\" (checked after decoding)"
+            f'{sorted(BOUNDED_FORMATS)}, or maxLength with "x-format": "email" (checked after decoding)'
         )
     if "x-format" in node and node["x-format"] not in CHECKED_AFTER:
         known = sorted(CHECKED_AFTER)

@@ -56,12 +56,19 @@ def _checked(record: InputRecord, where: str) -> InputRecord:
     return record
 
 
-def _from_fields(key: str, fields: dict[str, Any], where: str) -> InputRecord:
-    meta = {k: v for k, v in fields.items() if k not in ("id", "text")}
+def _from_fields(key: str, fields: dict[str, Any], where: str, found: dict[str, Any]) -> InputRecord:
+    """A record from parsed fields; `found` holds what reading the raw line already noted (warnings)."""
+    meta = {**{k: v for k, v in fields.items() if k not in ("id", "text")}, **found}
+    meta["warnings"] = list(found.get("warnings", []))
     text = fields.get("text")
     if not isinstance(text, str):
         return InputRecord(key, json.dumps(fields, ensure_ascii=False), meta, f"{where} has no string 'text'")
-    return _checked(InputRecord(key, _clean(text.encode("utf-8", errors="surrogatepass"), meta), meta), where)
+    record = _checked(
+        InputRecord(key, _clean(text.encode("utf-8", errors="surrogatepass"), meta), meta), where
+    )
+    if not record.meta["warnings"]:
+        del record.meta["warnings"]
+    return record
 
 
 def _read_jsonl(path: Path) -> Iterator[InputRecord]:
@@ -78,20 +85,21 @@ def _read_jsonl(path: Path) -> Iterator[InputRecord]:
         if not isinstance(fields, dict):
             yield InputRecord(f"line-{number}", line, meta, f"line {number} is not a JSON object")
             continue
-        record = _from_fields(str(fields.get("id", f"line-{number}")), fields, f"line {number}")
-        record.meta.update(meta)
-        yield record
+        yield _from_fields(str(fields.get("id", f"line-{number}")), fields, f"line {number}", meta)
 
 
 def _read_csv(path: Path) -> Iterator[InputRecord]:
+    """Check the header now (a missing column refuses the run before any write), yield rows later."""
     meta: dict[str, Any] = {}
     reader = csv.DictReader(io.StringIO(_clean(path.read_bytes(), meta)))
     if "text" not in (reader.fieldnames or []):
         raise SourceProblem(f"{path}: a CSV input needs a 'text' column (found: {reader.fieldnames})")
-    for number, row in enumerate(reader, start=2):
-        record = _from_fields(str(row.get("id") or f"row-{number}"), dict(row), f"row {number}")
-        record.meta.update(meta)
-        yield record
+
+    def rows() -> Iterator[InputRecord]:
+        for number, row in enumerate(reader, start=2):
+            yield _from_fields(str(row.get("id") or f"row-{number}"), dict(row), f"row {number}", meta)
+
+    return rows()
 
 
 def _read_folder(path: Path) -> Iterator[InputRecord]:
