@@ -45,7 +45,7 @@ def run_summary(session: Session, run_id: int) -> RunSummary:
     )
     summary.formatting_finishes = dict(
         session.execute(
-            select(func.coalesce(Result.formatting_finish, "none"), func.count())
+            select(func.coalesce(Result.formatting_finish, "not run"), func.count())
             .where(of_run)
             .group_by(Result.formatting_finish)
         ).all()
