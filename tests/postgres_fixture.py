@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import stat
 import subprocess
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -81,8 +83,12 @@ def _stop(bin_dir: Path, data_dir: Path, top: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A running PostgreSQL server for the session, with an empty `formwork_test` database."""
+def postgres_url() -> Iterator[str]:
+    """A running PostgreSQL server for the session, with an empty `formwork_test` database.
+
+    Its data folder lives outside pytest's basetemp: pytest deletes old basetemp folders whenever
+    another pytest session starts, which would pull the data from under a running server.
+    """
     given = os.environ.get("FORMWORK_TEST_POSTGRES_URL")
     if given:
         with _admin(given) as admin:
@@ -96,8 +102,8 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if installed.returncode != 0:
         pytest.fail(f"PostgreSQL could not be installed:\n{installed.stdout}\n{installed.stderr}")
     bin_dir = Path(installed.stdout.strip().splitlines()[-1])
-    root = tmp_path_factory.mktemp("postgres")
-    top = tmp_path_factory.getbasetemp().parent
+    root = Path(tempfile.mkdtemp(prefix="formwork-postgres-"))
+    top = root
     _let_postgres_in(root, top)
     data_dir = root / "data"
     env = {**os.environ, "POSTGRES_OPTS": TEST_OPTS}
@@ -117,6 +123,7 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield started.stdout.strip().splitlines()[-1]
     finally:
         _stop(bin_dir, data_dir, top)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _admin(url: str) -> psycopg.Connection:
