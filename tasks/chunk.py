@@ -11,6 +11,7 @@ connection); a retried chunk skips the records it already stored.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from tasks.engines.base import Engine, EngineError
 from tasks.extract import ExtractOptions, Outcome, extract_record
 from tasks.progress import record_done
 from tasks.validate import Verdict
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -73,12 +76,16 @@ def process_chunk(context: RunContext, record_ids: list[int]) -> list[str]:
         ).all()
 
     def one(row: Any) -> Outcome:
-        if row.problem:
-            outcome = _input_problem(row.id, row.problem)
-        else:
-            outcome = extract_record(
-                row.id, row.text, context.schema, context.reasoner, context.formatter, context.options
-            )
+        try:
+            if row.problem:
+                outcome = _input_problem(row.id, row.problem)
+            else:
+                outcome = extract_record(
+                    row.id, row.text, context.schema, context.reasoner, context.formatter, context.options
+                )
+        except Exception as exc:  # an unmapped fault fails this record, never the night's batch
+            logger.exception("record %s: unexpected error", row.id)
+            outcome = Outcome(row.id, Verdict("failed", None, [f"internal error: {exc!r}"]), attempts=0)
         record_done(outcome.verdict.status)
         return outcome
 

@@ -1,0 +1,52 @@
+"""A chunk survives a fault no engine error maps: that record fails with the reason, the others go on."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import select
+
+from db.models import Result, RetryEntry
+from db.session import session_factory
+from db.store import store_records
+from flows.runner import new_context
+from schemas.registry import load_schema
+from tasks.chunk import process_chunk
+from tasks.engines.base import Completion
+from tasks.settings import Settings
+from tasks.sources import InputRecord
+
+CHAT = json.dumps({"speaker": None, "emotion": "happy", "reply": "Nice!"})
+
+
+class BreaksOnBoom:
+    """Stands in for an engine bug (a plain RuntimeError), which no real engine raises on cue."""
+
+    model, max_concurrency = "fault-injector", 2
+
+    def complete(self, messages, sampling, schema=None) -> Completion:
+        if "boom" in messages[1]["content"]:
+            raise RuntimeError("tokenizer exploded")
+        return Completion(CHAT if schema else "notes", "stop", 10, 5, 0.01, self.model)
+
+    def close(self) -> None: ...
+
+
+def test_an_unexpected_error_fails_one_record_and_queues_it(db_url) -> None:
+    sessions = session_factory(db_url)
+    with sessions() as session:
+        ids = store_records(
+            session, "t", [InputRecord("a", "yay"), InputRecord("b", "boom"), InputRecord("c", "ok")]
+        )
+    engine = BreaksOnBoom()
+    context = new_context(
+        sessions, Settings(engine="local"), load_schema("chat_tag"), (engine, engine), flow="test", source="t"
+    )
+    statuses = process_chunk.fn(context, ids)
+    assert sorted(statuses) == ["failed", "ok", "ok"]
+    with sessions() as session:
+        results = {r.record_id: r for r in session.scalars(select(Result))}
+        queued = [e.record_id for e in session.scalars(select(RetryEntry))]
+    assert results[ids[1]].errors == ["internal error: RuntimeError('tokenizer exploded')"]
+    assert results[ids[0]].status == results[ids[2]].status == "ok"
+    assert queued == [ids[1]]
