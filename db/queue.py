@@ -24,10 +24,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from db.models import RetryEntry, utcnow
+from db.session import is_postgres, upsert_insert
 from schemas.registry import Schema
 
 STATES = ("waiting", "claimed", "dead")
@@ -50,10 +50,6 @@ def _utc(moment: datetime | None) -> datetime:
     if moment is None:
         return utcnow()
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
-def _is_postgres(session: Session) -> bool:
-    return session.get_bind().dialect.name == "postgresql"
 
 
 def backoff_seconds(
@@ -85,8 +81,7 @@ def record_failure(
     to the caller's chunk transaction.
     """
     now = _utc(now)
-    dialect = postgresql if _is_postgres(session) else sqlite
-    statement = dialect.insert(RetryEntry).values(
+    statement = upsert_insert(session, RetryEntry).values(
         record_id=record_id, schema_name=schema.name, schema_version=schema.version,
         schema_source=schema.source, attempts=1, last_error=error, next_attempt_at=now, state="waiting",
         claimed_by=None, claimed_at=None, updated_at=utcnow(),
@@ -134,7 +129,7 @@ def claim_due(session: Session, worker: str, limit: int, now: datetime | None = 
         .order_by(RetryEntry.next_attempt_at, RetryEntry.id)
         .limit(limit)
     )
-    if _is_postgres(session):
+    if is_postgres(session):
         due = due.with_for_update(skip_locked=True)
     # MATERIALIZED: pick once. As a plain `IN (subquery)` PostgreSQL may re-run the subquery for every
     # candidate row; the rows this UPDATE already changed are then skipped by SKIP LOCKED and the next

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine.url import make_url
-from sqlalchemy.orm import sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -61,3 +63,12 @@ def get_engine(url: str) -> Engine:
 
 def session_factory(url: str) -> sessionmaker:
     return sessionmaker(get_engine(url), expire_on_commit=False)
+
+
+def is_postgres(session: Session) -> bool:
+    return session.get_bind().dialect.name == "postgresql"
+
+
+def upsert_insert(session: Session, model: type) -> Any:
+    """An INSERT that supports `on_conflict_do_update`, in the session's dialect (PostgreSQL or SQLite)."""
+    return (postgresql if is_postgres(session) else sqlite).insert(model)

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select, tuple_
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from db.models import ModelCall, Record, Result, Run, utcnow
 from db.queue import record_failure, record_success
+from db.session import upsert_insert
 from schemas.registry import Schema
 from tasks.extract import Outcome
 from tasks.sources import InputRecord
@@ -34,11 +34,6 @@ class QueuePolicy:
     def wants(self, outcome: Outcome) -> bool:
         status = outcome.verdict.status
         return outcome.queueable and (status == "failed" or (status == "partial" and self.include_partial))
-
-
-def _insert(session: Session, model: type) -> Any:
-    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    return dialect.insert(model)
 
 
 def start_run(session: Session, **fields: Any) -> int:
@@ -66,7 +61,7 @@ def store_records(session: Session, source: str, records: Iterable[InputRecord])
             {"source": source, "key": r.key, "text": r.text, "meta": r.meta, "problem": r.problem}
             for r in unique.values()
         ]
-        statement = _insert(session, Record).values(rows)
+        statement = upsert_insert(session, Record).values(rows)
         statement = statement.on_conflict_do_update(
             index_elements=["source", "key"],
             set_={"text": statement.excluded.text, "meta": statement.excluded.meta,
@@ -126,7 +121,7 @@ def save_outcomes(
         }
         for o in outcomes
     ]  # fmt: skip
-    statement = _insert(session, Result).values(rows)
+    statement = upsert_insert(session, Result).values(rows)
     key_columns = ["record_id", "schema_name", "schema_version"]
     updated = {key: statement.excluded[key] for key in rows[0] if key not in key_columns}
     session.execute(statement.on_conflict_do_update(index_elements=key_columns, set_=updated))
