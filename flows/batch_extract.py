@@ -17,7 +17,8 @@ from prefect import flow, get_run_logger
 from db.queries import RunSummary
 from db.session import session_factory
 from db.store import records_without_result, store_records
-from flows.runner import checked_engines, checked_schema, new_context, run_chunks
+from flows.runner import checked_engines, new_context, run_chunks
+from schemas.registry import load_checked_schema
 from tasks.settings import Settings
 from tasks.sources import read_records
 
@@ -41,7 +42,7 @@ def batch_extract(
 ) -> RunSummary:
     """Extract `schema` from every record of `source` (JSONL, CSV or a folder of .txt files)."""
     settings = Settings()
-    chosen = checked_schema(schema)
+    chosen = load_checked_schema(schema)
     records = read_records(source)  # a missing or unreadable source is refused here, before any write
     with checked_engines(settings) as engines:
         sessions = session_factory(db_url or settings.db_url)

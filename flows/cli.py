@@ -152,14 +152,14 @@ def schemas(
     files: Annotated[list[Path] | None, typer.Argument(help="schema files to lint and compile")] = None,
 ) -> None:
     """List the built-in schemas, or lint and compile-check your own schema files."""
-    from schemas.lint import grammar_compile_error
-    from schemas.registry import SchemaProblem, builtin_names, load_schema
+    from schemas.registry import SchemaProblem, builtin_names, load_checked_schema, load_schema
 
     if files:
         broken = 0
         for file in files:
+            problem = None
             try:
-                problem = grammar_compile_error(load_schema(file).body)
+                load_checked_schema(file)
             except SchemaProblem as exc:
                 problem = str(exc)
             broken += bool(problem)

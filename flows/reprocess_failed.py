@@ -19,8 +19,8 @@ from prefect import flow, get_run_logger
 from db.queries import RunSummary
 from db.queue import Claim, claim_due, record_failure, release_stale
 from db.session import session_factory
-from flows.runner import checked_engines, checked_schema, new_context, run_chunks
-from schemas.registry import Schema, SchemaProblem
+from flows.runner import checked_engines, new_context, run_chunks
+from schemas.registry import Schema, SchemaProblem, load_checked_schema
 from tasks.settings import Settings
 
 
@@ -52,7 +52,7 @@ def reprocess_failed(
             by_schema[claim.schema_source].append(claim)
         for source, group in by_schema.items():
             try:
-                schema = checked_schema(source)
+                schema = load_checked_schema(source)
             except SchemaProblem as exc:  # the schema file moved or broke: say so on each entry
                 _fail_claims(sessions, group, f"schema unusable: {exc}", settings.queue_max_attempts)
                 continue

@@ -15,22 +15,12 @@ from sqlalchemy.orm import Session
 
 from db.queries import RunSummary, run_summary
 from db.store import QueuePolicy, finish_run, start_run
-from schemas.lint import grammar_compile_error
-from schemas.registry import Schema, SchemaProblem, load_schema
+from schemas.registry import Schema
 from tasks.chunk import RunContext, process_chunk
 from tasks.engines import check_engines, engines_for
 from tasks.engines.base import Engine
 from tasks.extract import ExtractOptions
 from tasks.settings import Settings
-
-
-def checked_schema(name_or_path: str) -> Schema:
-    """Load, lint and grammar-compile a schema; raise SchemaProblem with what to fix."""
-    schema = load_schema(name_or_path)
-    problem = grammar_compile_error(schema.body)
-    if problem:
-        raise SchemaProblem(f"{schema.source}: {problem}")
-    return schema
 
 
 @contextmanager

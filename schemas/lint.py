@@ -13,6 +13,7 @@ Why each rule:
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 ANNOTATIONS = {"$schema", "$id", "$comment", "title", "description", "examples", "default"}
@@ -111,8 +112,6 @@ def lint_schema(body: dict[str, Any]) -> list[str]:
 
 def grammar_compile_error(body: dict[str, Any]) -> str | None:
     """Compile the schema with XGrammar, as the engines will; return its error, or None if it compiles."""
-    import json
-
     try:
         import xgrammar
     except ImportError:

@@ -9,13 +9,15 @@ the run before any record is touched, with a message that says what to fix.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
+
+from schemas.lint import grammar_compile_error, lint_schema
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 
@@ -32,10 +34,10 @@ class Schema:
     version: int
     body: dict[str, Any]
     source: str
-    properties: dict[str, dict[str, Any]] = field(init=False, repr=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "properties", self.body.get("properties", {}))
+    @property
+    def properties(self) -> dict[str, dict[str, Any]]:
+        return self.body.get("properties", {})
 
     @cached_property
     def critical_fields(self) -> frozenset[str]:
@@ -73,8 +75,6 @@ def load_schema(name_or_path: str | Path) -> Schema:
 
 def schema_from_body(body: Any, source: str) -> Schema:
     """Check a schema document's shape and Formwork annotations, then lint it (enum-first rules)."""
-    from schemas.lint import lint_schema  # lint imports Schema's module; import here avoids a cycle
-
     if not isinstance(body, dict):
         raise SchemaProblem(f"{source}: a schema must be a JSON object")
     try:
@@ -92,3 +92,12 @@ def schema_from_body(body: Any, source: str) -> Schema:
             f"{source}: schema {name!r} breaks the enum-first rules:\n  " + "\n  ".join(problems)
         )
     return Schema(name=name, version=version, body=body, source=source)
+
+
+def load_checked_schema(name_or_path: str | Path) -> Schema:
+    """`load_schema`, then compile it with XGrammar as the engines will; raise SchemaProblem if it fails."""
+    schema = load_schema(name_or_path)
+    problem = grammar_compile_error(schema.body)
+    if problem:
+        raise SchemaProblem(f"{schema.source}: {problem}")
+    return schema
