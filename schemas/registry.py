@@ -8,6 +8,7 @@ the run before any record is touched, with a message that says what to fix.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from functools import cached_property
@@ -46,6 +47,12 @@ class Schema:
     @cached_property
     def validator(self) -> Draft202012Validator:
         return Draft202012Validator(self.body, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+    @cached_property
+    def digest(self) -> str:
+        """A hash of the canonical body: results record it, so an edit without a version bump shows."""
+        canonical = json.dumps(self.body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
     @property
     def label(self) -> str:
