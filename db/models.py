@@ -1,12 +1,18 @@
 """Typed SQLAlchemy 2.0 models: the database is the record of every run, call and result.
 
-- `records`: every input record, stored before any model sees it, unique per (source, key);
-- `runs`: one row per batch, with the schema, engine and models it used;
+- `records`: every input record, stored before any model sees it, unique per (source, key, text hash):
+  a record's text never changes, so a result can never drift onto another text (a changed or fixed
+  input line is a new record, extracted again);
+- `runs`: one row per batch, with the schema (body and hash), engine and models it used, and a
+  heartbeat that the running flow refreshes (a run whose heartbeat stops is marked crashed);
 - `model_calls`: one row per model call (pass, attempt, model, prompt hash, tokens, finish reason,
   duration, output), so a result can always be explained;
-- `results`: one row per (record, schema name, schema version): idempotent, so a resumed or repeated
-  run updates the same row instead of adding a second one;
-- `retry_queue`: failed records waiting for another try, with backoff and a dead-letter flag.
+- `results`: one row per (record, schema name, schema version), the current answer, with the text and
+  schema hashes it was made from: idempotent, so a resumed or repeated run updates the same row;
+- `run_results`: what each run produced, never updated, so `results --run N` stays true afterwards;
+- `record_claims`: records in flight, so overlapping runs split the work instead of repeating it;
+- `retry_queue`: failed records waiting for another try, with backoff, a dead-letter flag and the
+  schema body itself (a worker elsewhere needs no file path to load it).
 """
 
 from __future__ import annotations
@@ -40,11 +46,12 @@ class Base(DeclarativeBase):
 
 class Record(Base):
     __tablename__ = "records"
-    __table_args__ = (UniqueConstraint("source", "key"),)
+    __table_args__ = (UniqueConstraint("source", "key", "text_hash"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     source: Mapped[str] = mapped_column(String(500))
     key: Mapped[str] = mapped_column(String(200))
+    text_hash: Mapped[str] = mapped_column(String(64))
     text: Mapped[str] = mapped_column(Text)
     meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
     problem: Mapped[str | None] = mapped_column(Text)  # why the input itself is unusable, if it is
@@ -59,11 +66,14 @@ class Run(Base):
     source: Mapped[str] = mapped_column(String(500))
     schema_name: Mapped[str] = mapped_column(String(100))
     schema_version: Mapped[int] = mapped_column(Integer)
+    schema_hash: Mapped[str] = mapped_column(String(64), default="")
+    schema_body: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     engine: Mapped[str] = mapped_column(String(40))
     reasoning_model: Mapped[str] = mapped_column(String(200))
     formatting_model: Mapped[str] = mapped_column(String(200))
     state: Mapped[str] = mapped_column(String(20), default="running")  # running, finished, crashed
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
+    heartbeat_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
 
 
@@ -96,6 +106,8 @@ class Result(Base):
     schema_name: Mapped[str] = mapped_column(String(100))
     schema_version: Mapped[int] = mapped_column(Integer)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
+    text_hash: Mapped[str] = mapped_column(String(64), default="")
+    schema_hash: Mapped[str] = mapped_column(String(64), default="", index=True)
     status: Mapped[str] = mapped_column(String(10), index=True)  # ok, partial, failed
     data: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))  # SQL NULL, not 'null'
     errors: Mapped[list[str]] = mapped_column(default=list)
@@ -115,7 +127,9 @@ class RetryEntry(Base):
     record_id: Mapped[int] = mapped_column(ForeignKey("records.id"))
     schema_name: Mapped[str] = mapped_column(String(100))
     schema_version: Mapped[int] = mapped_column(Integer)
-    schema_source: Mapped[str] = mapped_column(String(500))  # where to load the schema again
+    schema_source: Mapped[str] = mapped_column(String(500))  # where it came from (for people)
+    schema_hash: Mapped[str] = mapped_column(String(64), default="")
+    schema_body: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))  # what to run
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str] = mapped_column(Text, default="")
     next_attempt_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
@@ -123,3 +137,39 @@ class RetryEntry(Base):
     claimed_by: Mapped[str | None] = mapped_column(String(100))
     claimed_at: Mapped[datetime | None]
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class RunResult(Base):
+    """One run's answer for one record, written once: the history behind `results --run N`."""
+
+    __tablename__ = "run_results"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
+    record_id: Mapped[int] = mapped_column(ForeignKey("records.id"), index=True)
+    status: Mapped[str] = mapped_column(String(10))
+    data: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    errors: Mapped[list[str]] = mapped_column(default=list)
+    nulled: Mapped[list[str]] = mapped_column(default=list)
+    reasoning_finish: Mapped[str | None] = mapped_column(String(20))
+    formatting_finish: Mapped[str | None] = mapped_column(String(20))
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RecordClaim(Base):
+    """A record in flight for one schema version: overlapping runs skip what another run holds.
+
+    The holder refreshes `claimed_at` while it works; a claim older than the claim timeout belonged to
+    a run that died and may be taken over.
+    """
+
+    __tablename__ = "record_claims"
+    __table_args__ = (UniqueConstraint("record_id", "schema_name", "schema_version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    record_id: Mapped[int] = mapped_column(ForeignKey("records.id"))
+    schema_name: Mapped[str] = mapped_column(String(100))
+    schema_version: Mapped[int] = mapped_column(Integer)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
+    claimed_at: Mapped[datetime] = mapped_column(default=utcnow)

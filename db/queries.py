@@ -1,4 +1,8 @@
-"""Reads: a run's summary and the results table, shaped for the CLI and for the next program."""
+"""Reads: a run's summary and the results table, shaped for the CLI and for the next program.
+
+A run's numbers come from `run_results`, what that run produced, so they never change afterwards;
+the results table without a run shows each record's current answer.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from db.models import ModelCall, Record, Result, Run
+from db.models import ModelCall, Record, Result, Run, RunResult
 
 
 @dataclass
@@ -39,15 +43,15 @@ def run_summary(session: Session, run_id: int) -> RunSummary:
     if run is None:
         raise LookupError(f"no run {run_id} in this database")
     summary = RunSummary(run_id, f"{run.schema_name}@v{run.schema_version}", run.state)
-    of_run = Result.run_id == run_id
+    of_run = RunResult.run_id == run_id
     summary.statuses = dict(
-        session.execute(select(Result.status, func.count()).where(of_run).group_by(Result.status)).all()
+        session.execute(select(RunResult.status, func.count()).where(of_run).group_by(RunResult.status)).all()
     )
     summary.formatting_finishes = dict(
         session.execute(
-            select(func.coalesce(Result.formatting_finish, "not run"), func.count())
+            select(func.coalesce(RunResult.formatting_finish, "not run"), func.count())
             .where(of_run)
-            .group_by(Result.formatting_finish)
+            .group_by(RunResult.formatting_finish)
         ).all()
     )
     calls, prompt, completion = session.execute(
@@ -66,19 +70,34 @@ def run_summary(session: Session, run_id: int) -> RunSummary:
 def result_rows(
     session: Session, run_id: int | None = None, status: str | None = None
 ) -> list[dict[str, Any]]:
-    """Flat rows: record key, status, finish reasons, errors, then the extracted fields."""
-    query = select(Result, Record.key, Record.source).join(Record, Record.id == Result.record_id)
+    """Flat rows: record key, status, finish reasons, errors, then the extracted fields.
+
+    With `run_id`: what that run produced (its history rows); without: every record's current result.
+    """
     if run_id is not None:
-        query = query.where(Result.run_id == run_id)
-    if status is not None:
-        query = query.where(Result.status == status)
+        query = (
+            select(RunResult, Record.key, Record.source, Run.schema_name, Run.schema_version)
+            .join(Record, Record.id == RunResult.record_id)
+            .join(Run, Run.id == RunResult.run_id)
+            .where(RunResult.run_id == run_id)
+        )
+        if status is not None:
+            query = query.where(RunResult.status == status)
+        query = query.order_by(RunResult.id)
+    else:
+        query = select(Result, Record.key, Record.source, Result.schema_name, Result.schema_version).join(
+            Record, Record.id == Result.record_id
+        )
+        if status is not None:
+            query = query.where(Result.status == status)
+        query = query.order_by(Result.id)
     rows = []
-    for result, key, source in session.execute(query.order_by(Result.id)).all():
+    for result, key, source, schema_name, schema_version in session.execute(query).all():
         rows.append(
             {
                 "record": key,
                 "source": source,
-                "schema": f"{result.schema_name}@v{result.schema_version}",
+                "schema": f"{schema_name}@v{schema_version}",
                 "run": result.run_id,
                 "status": result.status,
                 "reasoning_finish": result.reasoning_finish,

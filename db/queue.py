@@ -43,6 +43,7 @@ class Claim:
     schema_version: int
     schema_source: str
     attempts: int
+    schema_body: dict[str, Any] | None = None
 
 
 def _utc(moment: datetime | None) -> datetime:
@@ -83,14 +84,16 @@ def record_failure(
     now = _utc(now)
     statement = upsert_insert(session, RetryEntry).values(
         record_id=record_id, schema_name=schema.name, schema_version=schema.version,
-        schema_source=schema.source, attempts=1, last_error=error, next_attempt_at=now, state="waiting",
+        schema_source=schema.source, schema_hash=schema.digest, schema_body=schema.body or None,
+        attempts=1, last_error=error, next_attempt_at=now, state="waiting",
         claimed_by=None, claimed_at=None, updated_at=utcnow(),
     )  # fmt: skip
     statement = statement.on_conflict_do_update(
         index_elements=["record_id", "schema_name", "schema_version"],
         set_={
             "attempts": RetryEntry.__table__.c.attempts + 1, "last_error": statement.excluded.last_error,
-            "schema_source": statement.excluded.schema_source, "claimed_by": None, "claimed_at": None,
+            "schema_source": statement.excluded.schema_source, "schema_hash": statement.excluded.schema_hash,
+            "schema_body": statement.excluded.schema_body, "claimed_by": None, "claimed_at": None,
             "updated_at": statement.excluded.updated_at,
         },
     )  # fmt: skip
@@ -141,14 +144,27 @@ def claim_due(session: Session, worker: str, limit: int, now: datetime | None = 
         .values(state="claimed", claimed_by=worker, claimed_at=now, updated_at=utcnow())
         .returning(
             RetryEntry.id, RetryEntry.record_id, RetryEntry.schema_name, RetryEntry.schema_version,
-            RetryEntry.schema_source, RetryEntry.attempts, RetryEntry.next_attempt_at,
+            RetryEntry.schema_source, RetryEntry.attempts, RetryEntry.schema_body, RetryEntry.next_attempt_at,
         )
         .execution_options(synchronize_session="fetch")
     )  # fmt: skip
     rows = session.execute(statement).all()
     session.commit()
     rows.sort(key=lambda row: (_utc(row.next_attempt_at), row.id))  # RETURNING has no order of its own
-    return [Claim(*row[:6]) for row in rows]
+    return [Claim(*row[:7]) for row in rows]
+
+
+def unclaim(session: Session, worker: str, record_ids: list[int], schema_name: str, version: int) -> None:
+    """Hand entries back untouched (their record is in flight elsewhere): waiting, due now; commit."""
+    session.execute(
+        update(RetryEntry)
+        .where(RetryEntry.claimed_by == worker, RetryEntry.state == "claimed",
+               RetryEntry.record_id.in_(record_ids), RetryEntry.schema_name == schema_name,
+               RetryEntry.schema_version == version)
+        .values(state="waiting", claimed_by=None, claimed_at=None, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )  # fmt: skip
+    session.commit()
 
 
 def release_stale(session: Session, older_than: timedelta, now: datetime | None = None) -> int:

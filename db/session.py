@@ -2,8 +2,14 @@
 
 SQLite needs care to be a safe queue: with the default driver settings a SELECT-then-UPDATE inside
 `with conn.begin()` runs the SELECT outside the transaction, and two workers claim the same rows. So
-the driver's own transaction handling is switched off and every transaction starts with
-`BEGIN IMMEDIATE` (one writer at a time, readers never blocked thanks to WAL).
+the driver's own transaction handling is switched off and every WRITE transaction starts with
+`BEGIN IMMEDIATE` (one writer at a time). Reads get their own engine whose transactions begin
+DEFERRED: a read that took the write lock made another writer fail with "database is locked" (WAL
+never blocks readers, so reads need no lock at all). Use `session_factory` to write and
+`reader_factory` to read.
+
+Workers starting together on a new PostgreSQL database would each run the migration; it is serialised
+with a transaction-scoped advisory lock (SQLite's BEGIN IMMEDIATE serialises it already).
 """
 
 from __future__ import annotations
@@ -22,7 +28,10 @@ from sqlalchemy.orm import Session, sessionmaker
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
-def _sqlite_pragmas(engine: Engine) -> None:
+MIGRATION_LOCK = 0x466F726D  # "Form": the advisory lock key that serialises migrations on PostgreSQL
+
+
+def _sqlite_pragmas(engine: Engine, begin: str) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves
@@ -35,7 +44,7 @@ def _sqlite_pragmas(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection) -> None:  # type: ignore[no-untyped-def]
-        connection.exec_driver_sql("BEGIN IMMEDIATE")
+        connection.exec_driver_sql(begin)
 
 
 def alembic_config(url: str) -> Config:
@@ -45,24 +54,47 @@ def alembic_config(url: str) -> Config:
     return config
 
 
+def _open(url: str, begin: str) -> Engine:
+    parsed = make_url(url)
+    engine = create_engine(url, pool_pre_ping=True)
+    if parsed.get_backend_name() == "sqlite":
+        _sqlite_pragmas(engine, begin)
+    return engine
+
+
 @cache
 def get_engine(url: str) -> Engine:
-    """One engine per URL per process, migrated to the newest schema before first use."""
+    """One writing engine per URL per process, migrated to the newest schema before first use."""
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, pool_pre_ping=True)
-    if parsed.get_backend_name() == "sqlite":
-        _sqlite_pragmas(engine)
+    engine = _open(url, "BEGIN IMMEDIATE")
     with engine.begin() as connection:
+        if parsed.get_backend_name() == "postgresql":
+            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
         config = alembic_config(url)
         config.attributes["connection"] = connection
         command.upgrade(config, "head")
     return engine
 
 
+@cache
+def get_reader(url: str) -> Engine:
+    """The reading engine: on SQLite its transactions begin DEFERRED and never take the write lock."""
+    writer = get_engine(url)  # migrates first
+    if writer.dialect.name != "sqlite":
+        return writer
+    return _open(url, "BEGIN")
+
+
 def session_factory(url: str) -> sessionmaker:
+    """Sessions that write (on SQLite each transaction holds the write lock from its start)."""
     return sessionmaker(get_engine(url), expire_on_commit=False)
+
+
+def reader_factory(url: str) -> sessionmaker:
+    """Sessions that only read: never blocked by a writer, never blocking one."""
+    return sessionmaker(get_reader(url), expire_on_commit=False)
 
 
 def is_postgres(session: Session) -> bool:

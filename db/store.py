@@ -2,26 +2,57 @@
 
 One transaction per chunk, not per record: 10,000 rows took 2–46 s one by one and under a second in
 batches of 1,000. Results are upserted on (record, schema name, schema version), so a resumed or
-repeated run updates the row it wrote before instead of adding a second one.
+repeated run updates the row it wrote before instead of adding a second one; `run_results` keeps what
+each run produced. Records are immutable (unique per source, key and text hash), so a result always
+belongs to the exact text it was extracted from.
+
+Nothing here may abort a night on one odd value: every string is made storable on the way in
+(db.clean), and `save_chunk` falls back to storing a chunk's records one by one when the chunk's
+commit fails, so one bad row fails alone and every paid model call is kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, tuple_
+from sqlalchemy import or_, select
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from db.models import ModelCall, Record, Result, Run, utcnow
+from db.claims import release_held
+from db.clean import clean_text, storable
+from db.models import ModelCall, Record, Result, Run, RunResult, utcnow
 from db.queue import record_failure, record_success
 from db.session import upsert_insert
 from schemas.registry import Schema
 from tasks.extract import Outcome
 from tasks.sources import InputRecord
+from tasks.validate import Verdict
 
 BATCH = 1000
+KEY_LIMIT = 200  # records.key is String(200)
+logger = logging.getLogger(__name__)
+
+
+class SchemaChanged(ValueError):
+    """Results exist under this schema name and version, made from another body: bump the version."""
+
+
+def text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def storable_key(key: str) -> str:
+    """A key the column can hold: cleaned, and a too-long one cut with a hash of the whole kept."""
+    key = clean_text(key)
+    if len(key) <= KEY_LIMIT:
+        return key
+    return f"{key[: KEY_LIMIT - 18]}…#{hashlib.sha256(key.encode()).hexdigest()[:16]}"
 
 
 @dataclass(frozen=True)
@@ -36,8 +67,11 @@ class QueuePolicy:
         return outcome.queueable and (status == "failed" or (status == "partial" and self.include_partial))
 
 
-def start_run(session: Session, **fields: Any) -> int:
-    run = Run(**fields)
+def start_run(session: Session, schema: Schema | None = None, **fields: Any) -> int:
+    if schema is not None:
+        fields |= {"schema_name": schema.name, "schema_version": schema.version,
+                   "schema_hash": schema.digest, "schema_body": schema.body}  # fmt: skip
+    run = Run(heartbeat_at=utcnow(), **storable(fields))
     session.add(run)
     session.commit()
     return run.id
@@ -50,35 +84,52 @@ def finish_run(session: Session, run_id: int, state: str = "finished") -> None:
         session.commit()
 
 
+def check_schema_body(session: Session, schema: Schema) -> None:
+    """Refuse a schema whose body changed while its version stayed: its old results would look current."""
+    other = session.scalar(
+        select(Result.schema_hash)
+        .where(Result.schema_name == schema.name, Result.schema_version == schema.version,
+               Result.schema_hash.not_in(["", schema.digest]))
+        .limit(1)
+    )  # fmt: skip
+    if other is not None:
+        raise SchemaChanged(
+            f"schema {schema.label} ({schema.source}) differs from the body that made the stored "
+            f'{schema.label} results; bump its "x-version" so both stay explained'
+        )
+
+
 def store_records(session: Session, source: str, records: Iterable[InputRecord]) -> list[int]:
-    """Upsert records by (source, key), a thousand per transaction; return their ids in input order."""
+    """Upsert records by (source, key, text hash), a thousand per transaction; ids in input order."""
     ids: list[int] = []
-    batch: list[InputRecord] = []
+    batch: list[dict[str, Any]] = []
+    source = clean_text(source)
 
     def flush() -> None:
-        unique = {r.key: r for r in batch}  # a key repeated in one input: the last one wins
-        rows = [
-            {"source": source, "key": r.key, "text": r.text, "meta": r.meta, "problem": r.problem}
-            for r in unique.values()
-        ]
-        statement = upsert_insert(session, Record).values(rows)
+        unique = {(row["key"], row["text_hash"]): row for row in batch}
+        statement = upsert_insert(session, Record).values(list(unique.values()))
         statement = statement.on_conflict_do_update(
-            index_elements=["source", "key"],
-            set_={"text": statement.excluded.text, "meta": statement.excluded.meta,
-                  "problem": statement.excluded.problem},
-        )  # fmt: skip
-        session.execute(statement)
-        found = dict(
-            session.execute(
-                select(Record.key, Record.id).where(Record.source == source, Record.key.in_(list(unique)))
-            ).all()
+            index_elements=["source", "key", "text_hash"],
+            set_={"meta": statement.excluded.meta, "problem": statement.excluded.problem},
         )
+        session.execute(statement)
+        found = {
+            (key, digest): record_id
+            for key, digest, record_id in session.execute(
+                select(Record.key, Record.text_hash, Record.id).where(
+                    Record.source == source, Record.key.in_({key for key, _ in unique})
+                )
+            )
+        }
         session.commit()
-        ids.extend(found[r.key] for r in batch)
+        ids.extend(found[(row["key"], row["text_hash"])] for row in batch)
         batch.clear()
 
     for record in records:
-        batch.append(record)
+        text = clean_text(record.text)
+        batch.append({"source": source, "key": storable_key(record.key), "text": text,
+                      "text_hash": text_digest(text), "meta": storable(record.meta),
+                      "problem": storable(record.problem)})  # fmt: skip
         if len(batch) >= BATCH:
             flush()
     if batch:
@@ -95,40 +146,115 @@ def records_without_result(session: Session, record_ids: Sequence[int], schema: 
             session.scalars(
                 select(Result.record_id).where(
                     Result.record_id.in_(chunk),
-                    tuple_(Result.schema_name, Result.schema_version) == (schema.name, schema.version),
+                    Result.schema_name == schema.name,
+                    Result.schema_version == schema.version,
                 )
             )
         )
     return [i for i in record_ids if i not in done]
 
 
+def _result_row(run_id: int, schema: Schema, outcome: Outcome, text_hash: str) -> dict[str, Any]:
+    verdict = outcome.verdict
+    return storable({
+        "record_id": outcome.record_id, "schema_name": schema.name, "schema_version": schema.version,
+        "run_id": run_id, "text_hash": text_hash, "schema_hash": schema.digest, "status": verdict.status,
+        "data": verdict.data, "errors": verdict.errors, "nulled": verdict.nulled,
+        "reasoning_finish": outcome.reasoning_finish, "formatting_finish": outcome.formatting_finish,
+        "retryable": outcome.retryable, "attempts": outcome.attempts, "updated_at": utcnow(),
+    })  # fmt: skip
+
+
+HISTORY = ("status", "data", "errors", "nulled", "reasoning_finish", "formatting_finish", "attempts")
+KEEP = {"ok", "partial"}  # a stored result of these statuses is never replaced by a failed one
+
+
 def save_outcomes(
     session: Session, run_id: int, schema: Schema, outcomes: Sequence[Outcome], queue: QueuePolicy
 ) -> None:
-    """Store a chunk's calls, results and retry-queue changes in one transaction."""
+    """Store a chunk's calls, results, history and retry-queue changes in one transaction.
+
+    A record that another run holds keeps its result (only this run's calls and history are stored);
+    a result that is `ok` or `partial` is never replaced by a `failed` one (a retry that hit an outage).
+    """
     if not outcomes:
         return
+    ids = [o.record_id for o in outcomes]
+    hashes = dict(session.execute(select(Record.id, Record.text_hash).where(Record.id.in_(ids))).all())
+    rows = {o.record_id: _result_row(run_id, schema, o, hashes.get(o.record_id, "")) for o in outcomes}
     session.add_all(
-        ModelCall(run_id=run_id, record_id=o.record_id, **vars(call)) for o in outcomes for call in o.calls
+        ModelCall(run_id=run_id, record_id=o.record_id, **storable(vars(call)))
+        for o in outcomes for call in o.calls
+    )  # fmt: skip
+    session.add_all(
+        RunResult(run_id=run_id, record_id=i, **{k: row[k] for k in HISTORY}) for i, row in rows.items()
     )
-    rows = [
-        {
-            "record_id": o.record_id, "schema_name": schema.name, "schema_version": schema.version,
-            "run_id": run_id, "status": o.verdict.status, "data": o.verdict.data, "errors": o.verdict.errors,
-            "nulled": o.verdict.nulled, "reasoning_finish": o.reasoning_finish,
-            "formatting_finish": o.formatting_finish, "retryable": o.retryable, "attempts": o.attempts,
-            "updated_at": utcnow(),
-        }
-        for o in outcomes
-    ]  # fmt: skip
-    statement = upsert_insert(session, Result).values(rows)
-    key_columns = ["record_id", "schema_name", "schema_version"]
-    updated = {key: statement.excluded[key] for key in rows[0] if key not in key_columns}
-    session.execute(statement.on_conflict_do_update(index_elements=key_columns, set_=updated))
-    for outcome in outcomes:
-        if queue.wants(outcome):
-            error = "; ".join(outcome.verdict.errors) or outcome.verdict.status
+    held_elsewhere = release_held(session, run_id, schema, ids)
+    mine = [o for o in outcomes if o.record_id not in held_elsewhere]
+    stored = dict(
+        session.execute(
+            select(Result.record_id, Result.status).where(
+                Result.record_id.in_(ids), Result.schema_name == schema.name,
+                Result.schema_version == schema.version,
+            )
+        ).all()
+    )  # fmt: skip
+    if mine:
+        statement = upsert_insert(session, Result).values([rows[o.record_id] for o in mine])
+        key_columns = ["record_id", "schema_name", "schema_version"]
+        status = Result.__table__.c.status
+        session.execute(
+            statement.on_conflict_do_update(
+                index_elements=key_columns,
+                set_={key: statement.excluded[key] for key in rows[ids[0]] if key not in key_columns},
+                where=or_(status.not_in(KEEP), statement.excluded.status != "failed"),
+            )
+        )
+    for outcome in mine:
+        kept_ok = stored.get(outcome.record_id) == "ok" and outcome.verdict.status == "failed"
+        if queue.wants(outcome) and not kept_ok:
+            error = clean_text("; ".join(outcome.verdict.errors) or outcome.verdict.status)
             record_failure(session, outcome.record_id, schema, error, max_attempts=queue.max_attempts)
         else:
             record_success(session, outcome.record_id, schema)
     session.commit()
+
+
+def _unstorable(outcome: Outcome, exc: Exception) -> Outcome:
+    """What is left to store of an outcome the database refused: its calls' numbers and the reason."""
+    reason = f"could not store the result: {type(exc).__name__}: {str(exc)[:300]}"
+    for call in outcome.calls:
+        call.output = call.output.encode("ascii", "backslashreplace").decode("ascii")
+    return Outcome(outcome.record_id, Verdict("failed", None, [reason]), outcome.attempts,
+                   calls=outcome.calls, queueable=False)  # fmt: skip
+
+
+def save_chunk(
+    sessions: Callable[[], Session], run_id: int, schema: Schema, outcomes: Sequence[Outcome],
+    queue: QueuePolicy, tries: int = 3,
+) -> None:  # fmt: skip
+    """`save_outcomes` with the chunk's safety net: retry a lost lock, then store record by record.
+
+    Model calls are never repeated to recover a write: the outcomes are already here.
+    """
+    for attempt in range(1, tries + 1):
+        try:
+            with sessions() as session:
+                save_outcomes(session, run_id, schema, outcomes, queue)
+            return
+        except OperationalError:
+            if attempt == tries:
+                break
+            time.sleep(attempt)
+        except SQLAlchemyError:
+            break
+    logger.warning("run %s: the chunk's commit failed; storing its %d records one by one", run_id,
+                   len(outcomes))  # fmt: skip
+    for outcome in outcomes:
+        try:
+            with sessions() as session:
+                save_outcomes(session, run_id, schema, [outcome], queue)
+        except SQLAlchemyError as exc:
+            logger.exception("run %s: record %s could not be stored as is", run_id, outcome.record_id)
+            with sessions() as session:
+                save_outcomes(session, run_id, schema, [_unstorable(outcome, exc)], queue)

@@ -3,7 +3,11 @@
 The order protects the data: the schema is loaded, linted and compiled and the engines checked before
 anything else (a broken schema or a dead server refuses the run and touches nothing); records are
 stored before any model sees them (a run that dies loses nothing, and the next run over the same
-source resumes where it stopped).
+source resumes where it stopped). A schema whose body changed under the same `x-version` is refused
+before any write: its old results would otherwise pass for results of the new body.
+
+`db_url` is a flow parameter for deployments, and Prefect stores parameters: a URL with a password
+is refused here (put it in FORMWORK_DB_URL or formwork.toml on the worker instead).
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from prefect import flow, get_run_logger
 
 from db.queries import RunSummary
 from db.session import session_factory
-from db.store import records_without_result, store_records
+from db.store import check_schema_body, records_without_result, store_records
 from flows.runner import checked_engines, new_context, run_chunks
 from schemas.registry import load_checked_schema
+from tasks.redact import has_password
 from tasks.settings import Settings
 from tasks.sources import read_records
 
@@ -41,13 +46,16 @@ def batch_extract(
     chunk_size: int | None = None,
 ) -> RunSummary:
     """Extract `schema` from every record of `source` (JSONL, CSV or a folder of .txt files)."""
-    settings = Settings()
+    if db_url and has_password(db_url):
+        raise ValueError("db_url must not carry a password (flow parameters are stored): set FORMWORK_DB_URL")
+    settings = Settings(**({"db_url": db_url} if db_url else {}))
     chosen = load_checked_schema(schema)
     records = read_records(source)  # a missing or unreadable source is refused here, before any write
     with checked_engines(settings) as engines:
-        sessions = session_factory(db_url or settings.db_url)
+        sessions = session_factory(settings.db_url)
         label = source_label(source)
         with sessions() as session:
+            check_schema_body(session, chosen)
             record_ids = store_records(session, label, islice(records, limit))
             pending = records_without_result(session, record_ids, chosen)
         context = new_context(sessions, settings, chosen, engines, flow="batch_extract", source=label)

@@ -17,7 +17,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from flows.cli_common import DbOption, err, fail, out, resolve_db
+from flows.cli_common import DbOption, Status, database_in_environment, err, fail, out, resolve_db
 from flows.cli_queue import queue, requeue, retry
 from flows.prefect_env import apply_defaults, without_heartbeat
 
@@ -52,10 +52,13 @@ def run(
     ],
     schema: Annotated[str, typer.Option("--schema", "-s", help="a built-in schema name or a .json file")],
     db: DbOption = None,
-    limit: Annotated[int | None, typer.Option(help="process only the first N records")] = None,
-    chunk_size: Annotated[int | None, typer.Option(help="records per Prefect task")] = None,
+    limit: Annotated[int | None, typer.Option(min=0, help="process only the first N records")] = None,
+    chunk_size: Annotated[
+        int | None, typer.Option(min=1, help="records per Prefect task (default: the chunk_size setting)")
+    ] = None,
 ) -> None:
     """Extract SCHEMA from every record of INPUT; show progress and a summary table."""
+    from db.store import SchemaChanged
     from flows.batch_extract import batch_extract
     from schemas.registry import SchemaProblem
     from tasks.engines.base import EngineError
@@ -73,11 +76,16 @@ def run(
             progress.update(bar, advance=1, description="extracting")
 
         try:
-            with listening(advance), without_heartbeat():
-                summary = batch_extract(
-                    str(input), schema, db_url=resolve_db(db), limit=limit, chunk_size=chunk_size
-                )
-        except (SchemaProblem, SourceProblem, EngineError, FileNotFoundError, ImportError) as exc:
+            with listening(advance), without_heartbeat(), database_in_environment(resolve_db(db)):
+                summary = batch_extract(str(input), schema, limit=limit, chunk_size=chunk_size)
+        except (
+            SchemaProblem,
+            SchemaChanged,
+            SourceProblem,
+            EngineError,
+            FileNotFoundError,
+            ImportError,
+        ) as exc:
             progress.stop()
             fail(str(exc))
     table = Table(title=f"run {summary.run_id}: {summary.schema}, {summary.records} records, {summary.state}")
@@ -99,17 +107,17 @@ def run(
 @app.command()
 def results(
     run: Annotated[int | None, typer.Option("--run", help="a run id (default: the latest run)")] = None,
-    status: Annotated[str | None, typer.Option(help="ok, partial or failed")] = None,
+    status: Annotated[Status | None, typer.Option(help="ok, partial or failed")] = None,
     format: Annotated[Format, typer.Option("--format", "-f", help="table, jsonl or csv")] = Format.table,
     db: DbOption = None,
 ) -> None:
     """Show stored results: a table to read, or JSONL/CSV for the next program."""
     from db.queries import latest_run_id, result_rows
-    from db.session import session_factory
+    from db.session import reader_factory
 
-    with session_factory(resolve_db(db))() as session:
+    with reader_factory(resolve_db(db))() as session:
         run_id = run if run is not None else latest_run_id(session)
-        rows = result_rows(session, run_id, status)
+        rows = result_rows(session, run_id, status.value if status else None)
     if format is Format.jsonl:
         for row in rows:
             sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import StrEnum
 from typing import Annotated, NoReturn
 
 import typer
@@ -10,15 +14,42 @@ from rich.console import Console
 out = Console()  # data: tables, JSONL, CSV
 err = Console(stderr=True)  # progress and errors, so stdout stays clean for the next program
 
+
+class Status(StrEnum):
+    ok = "ok"
+    partial = "partial"
+    failed = "failed"
+
+
 DbOption = Annotated[
     str | None, typer.Option("--db", help="database URL (default: FORMWORK_DB_URL or sqlite)")
 ]
 
 
 def resolve_db(url: str | None) -> str:
+    """The database URL from --db or the settings, normalised like the setting (postgres:// works)."""
+    from pydantic import ValidationError
+
     from tasks.settings import Settings
 
-    return url or Settings().db_url
+    try:
+        return Settings(**({"db_url": url} if url else {})).db_url
+    except ValidationError as exc:
+        fail(f"settings are invalid: {exc}")
+
+
+@contextmanager
+def database_in_environment(url: str) -> Iterator[None]:
+    """Hand the database URL to a flow through the environment, never as a (stored) flow parameter."""
+    previous = os.environ.get("FORMWORK_DB_URL")
+    os.environ["FORMWORK_DB_URL"] = url
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("FORMWORK_DB_URL", None)
+        else:
+            os.environ["FORMWORK_DB_URL"] = previous
 
 
 def fail(message: str) -> NoReturn:

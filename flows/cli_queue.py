@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from flows.cli_common import DbOption, fail, out, resolve_db
+from flows.cli_common import DbOption, database_in_environment, fail, out, resolve_db
 
 
 def _parse_overrides(pairs: list[str]) -> dict[str, str]:
@@ -21,7 +21,7 @@ def _parse_overrides(pairs: list[str]) -> dict[str, str]:
 
 
 def retry(
-    limit: Annotated[int, typer.Option(help="claim at most N due entries")] = 100,
+    limit: Annotated[int, typer.Option(min=1, help="claim at most N due entries")] = 100,
     set_: Annotated[
         list[str] | None,
         typer.Option("--set", help="a setting for this retry only, KEY=VALUE (e.g. vllm_model=big)"),
@@ -35,10 +35,8 @@ def retry(
     from flows.reprocess_failed import reprocess_failed
 
     try:
-        with without_heartbeat():
-            summaries = reprocess_failed(
-                db_url=resolve_db(db), limit=limit, overrides=_parse_overrides(set_ or [])
-            )
+        with without_heartbeat(), database_in_environment(resolve_db(db)):
+            summaries = reprocess_failed(limit=limit, overrides=_parse_overrides(set_ or []))
     except ValidationError as exc:
         fail(f"a --set value is wrong: {exc}")
     if not summaries:
@@ -50,14 +48,14 @@ def retry(
 
 def queue(
     state: Annotated[str | None, typer.Option(help="waiting, claimed or dead")] = None,
-    limit: Annotated[int, typer.Option(help="show at most N entries")] = 50,
+    limit: Annotated[int, typer.Option(min=1, help="show at most N entries")] = 50,
     db: DbOption = None,
 ) -> None:
     """Show the retry queue: entries, attempts, next try and last error."""
     from db.queue import list_entries, queue_counts
-    from db.session import session_factory
+    from db.session import reader_factory
 
-    with session_factory(resolve_db(db))() as session:
+    with reader_factory(resolve_db(db))() as session:
         counts, entries = queue_counts(session), list_entries(session, state, limit)
     summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "empty"
     table = Table(title=f"retry queue: {summary}")

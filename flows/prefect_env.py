@@ -22,7 +22,13 @@ DEFAULTS = {
 
 
 def apply_defaults() -> None:
-    """Set the defaults above in the environment; call before Prefect reads its settings."""
+    """Set the defaults above in the environment; call before Prefect reads its settings.
+
+    Also redacts secrets (URL passwords, the vLLM API key) from every log record of this process.
+    """
+    from tasks.redact import install_log_redaction
+
+    install_log_redaction()
     for key, value in DEFAULTS.items():
         os.environ.setdefault(key, value)
     home = Path(os.environ.get("PREFECT_HOME", Path.home() / ".prefect")).expanduser()

@@ -2,12 +2,16 @@
 
 Claims are atomic (PostgreSQL `FOR UPDATE SKIP LOCKED`; SQLite one `UPDATE ... RETURNING` inside
 `BEGIN IMMEDIATE`), committed before any model is called, and put back if a worker dies holding them
-(after `claim_timeout_s`). Reprocessing may use other settings than the nightly run, such as a bigger
+(after `claim_timeout_s`); a live worker refreshes its claims with the run's heartbeat, and writes
+only results whose records it still holds, so a slow worker never overwrites a faster one. Each entry
+carries the schema body it failed under, so a worker in another directory (or on another machine)
+needs no file path. Reprocessing may use other settings than the nightly run, such as a bigger
 model or budget: pass them as `overrides` (`formwork retry --set reasoning_max_tokens=1024`).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from collections import defaultdict
@@ -20,7 +24,8 @@ from db.queries import RunSummary
 from db.queue import Claim, claim_due, record_failure, release_stale
 from db.session import session_factory
 from flows.runner import checked_engines, new_context, run_chunks
-from schemas.registry import Schema, SchemaProblem, load_checked_schema
+from schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
+from tasks.redact import has_password
 from tasks.settings import Settings
 
 
@@ -36,37 +41,43 @@ def reprocess_failed(
     worker: str | None = None,
 ) -> list[RunSummary]:
     """Claim up to `limit` due queue entries and run them through both passes again."""
-    settings = Settings(**(overrides or {}))
-    sessions = session_factory(db_url or settings.db_url)
+    if db_url and has_password(db_url):
+        raise ValueError("db_url must not carry a password (flow parameters are stored): set FORMWORK_DB_URL")
+    settings = Settings(**{**(overrides or {}), **({"db_url": db_url} if db_url else {})})
+    sessions = session_factory(settings.db_url)
     logger = get_run_logger()
+    worker = worker or worker_name()
     with sessions() as session:
         released = release_stale(session, timedelta(seconds=settings.claim_timeout_s))
-        claims = claim_due(session, worker or worker_name(), limit)
+        claims = claim_due(session, worker, limit)
     logger.info("claimed %d entries (%d stale claims put back)", len(claims), released)
     if not claims:
         return []
     summaries = []
     with checked_engines(settings) as engines:
-        by_schema: dict[str, list[Claim]] = defaultdict(list)
+        by_schema: dict[tuple[str, int, str], list[Claim]] = defaultdict(list)
         for claim in claims:
-            by_schema[claim.schema_source].append(claim)
-        for source, group in by_schema.items():
-            try:
-                schema = load_checked_schema(source)
+            body_key = json.dumps(claim.schema_body, sort_keys=True)
+            by_schema[(claim.schema_name, claim.schema_version, body_key)].append(claim)
+        for group in by_schema.values():
+            first = group[0]
+            try:  # the body stored with the entry; entries from before bodies were stored: the file
+                if first.schema_body:
+                    schema = load_checked_body(first.schema_body, first.schema_source)
+                else:
+                    schema = load_checked_schema(first.schema_source)
             except SchemaProblem as exc:  # the schema file moved or broke: say so on each entry
                 _fail_claims(sessions, group, f"schema unusable: {exc}", settings.queue_max_attempts)
                 continue
-            outdated = [c for c in group if c.schema_version != schema.version]
-            if outdated:
-                message = (
-                    f"{source} is now version {schema.version}; run the records again with batch_extract"
-                )
-                _fail_claims(sessions, outdated, message, settings.queue_max_attempts)
+            if schema.version != first.schema_version:
+                message = f"{first.schema_source} is now version {schema.version}; run it with batch_extract"
+                _fail_claims(sessions, group, message, settings.queue_max_attempts)
+                continue
             context = new_context(
-                sessions, settings, schema, engines, flow="reprocess_failed", source=source, redo=True
-            )
-            record_ids = [c.record_id for c in group if c.schema_version == schema.version]
-            summaries.append(run_chunks(context, record_ids, settings.chunk_size))
+                sessions, settings, schema, engines, flow="reprocess_failed", source=schema.source,
+                worker=worker,
+            )  # fmt: skip
+            summaries.append(run_chunks(context, [c.record_id for c in group], settings.chunk_size))
     return summaries
 
 
@@ -74,6 +85,7 @@ def _fail_claims(sessions: Any, claims: list[Claim], error: str, max_attempts: i
     """Count a try against entries that cannot be reprocessed, so they end dead instead of stuck claimed."""
     with sessions() as session:
         for claim in claims:
-            stand_in = Schema(claim.schema_name, claim.schema_version, {}, claim.schema_source)
+            body = claim.schema_body or {}
+            stand_in = Schema(claim.schema_name, claim.schema_version, body, claim.schema_source)
             record_failure(session, claim.record_id, stand_in, error, max_attempts=max_attempts)
         session.commit()

@@ -103,7 +103,15 @@ def schema_from_body(body: Any, source: str) -> Schema:
 
 def load_checked_schema(name_or_path: str | Path) -> Schema:
     """`load_schema`, then compile it with XGrammar as the engines will; raise SchemaProblem if it fails."""
-    schema = load_schema(name_or_path)
+    return _compiled(load_schema(name_or_path))
+
+
+def load_checked_body(body: Any, source: str) -> Schema:
+    """A stored schema body (a retry-queue entry's), checked and compiled like a file."""
+    return _compiled(schema_from_body(body, source))
+
+
+def _compiled(schema: Schema) -> Schema:
     problem = grammar_compile_error(schema.body)
     if problem:
         raise SchemaProblem(f"{schema.source}: {problem}")

@@ -2,11 +2,14 @@
 
 One task per chunk, never per record: Prefect's ephemeral server records only ~12–21 task runs a
 second here and stalls past that, so record outcomes live in Formwork's tables, not in Prefect states.
-Inside a chunk, records run concurrently up to what the engines allow (1 for the embedded model, the
-configured number of requests in flight for a server).
+Inside a chunk, records run concurrently up to what the engines allow (the embedded engine's slots,
+or the configured number of requests in flight for a server).
 
-Prefect retries a chunk only for errors a retry can fix (a retryable engine error, a lost database
-connection); a retried chunk skips the records it already stored.
+Which retries Prefect makes: only a chunk that failed BEFORE any model call (the database could not
+be reached to claim or read its records, `ChunkNotStarted`). Everything after the first model call is
+handled here, so a retry can never repeat a paid call: an engine error fails its record (retryable
+ones wait in the retry queue), and the store retries a lost lock and falls back to record-by-record
+writes (db.store.save_chunk).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from prefect import task
@@ -23,10 +27,12 @@ from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
+from db.claims import claim_records
 from db.models import Record
-from db.store import QueuePolicy, records_without_result, save_outcomes
+from db.queue import unclaim
+from db.store import QueuePolicy, records_without_result, save_chunk
 from schemas.registry import Schema
-from tasks.engines.base import Engine, EngineError
+from tasks.engines.base import Engine
 from tasks.extract import ExtractOptions, Outcome, extract_record
 from tasks.progress import record_done
 from tasks.validate import Verdict
@@ -45,16 +51,20 @@ class RunContext:
     options: ExtractOptions
     sessions: Callable[[], Session]
     queue: QueuePolicy
+    claim_timeout: timedelta = timedelta(minutes=30)
+    worker: str | None = None  # reprocessing: the retry-queue claims' holder
     redo: bool = False  # reprocessing: process records even if they already have a result
 
 
+class ChunkNotStarted(RuntimeError):
+    """The chunk could not claim or read its records; no model was called, so Prefect may retry it."""
+
+
 def retry_can_help(_task: Any, _task_run: Any, state: Any) -> bool:
-    """Prefect's retry_condition_fn: retry only errors whose retry can succeed."""
+    """Prefect's retry_condition_fn: retry a chunk only when no model call was made yet."""
     try:
         state.result()
-    except EngineError as exc:
-        return exc.retryable
-    except OperationalError:
+    except ChunkNotStarted:
         return True
     except Exception:
         return False
@@ -65,15 +75,33 @@ def _input_problem(record_id: int, problem: str) -> Outcome:
     return Outcome(record_id, Verdict("failed", None, [f"bad input: {problem}"]), attempts=0, queueable=False)
 
 
+def _claimed_rows(context: RunContext, record_ids: list[int]) -> list[Any]:
+    """Claim the chunk's records (overlapping runs split the work) and read those still pending."""
+    schema = context.schema
+    try:
+        with context.sessions() as session:
+            won = claim_records(session, context.run_id, schema, record_ids, context.claim_timeout)
+            if context.worker is not None and len(won) < len(record_ids):
+                lost = sorted(set(record_ids) - set(won))
+                unclaim(session, context.worker, lost, schema.name, schema.version)
+            pending = won if context.redo else records_without_result(session, won, schema)
+            rows = session.execute(
+                select(Record.id, Record.text, Record.meta, Record.problem).where(Record.id.in_(pending))
+            ).all()
+            session.commit()
+    except OperationalError as exc:
+        raise ChunkNotStarted(f"could not claim the chunk's records: {exc}") from exc
+    if len(won) < len(record_ids):
+        logger.info("run %s: %d records are in flight in another run", context.run_id,
+                    len(record_ids) - len(won))  # fmt: skip
+    return rows
+
+
 @task(name="process_chunk", retries=2, retry_delay_seconds=[2, 10], retry_condition_fn=retry_can_help,
       cache_policy=NO_CACHE)  # fmt: skip
 def process_chunk(context: RunContext, record_ids: list[int]) -> list[str]:
     """Process the records of one chunk that have no result yet; return their statuses."""
-    with context.sessions() as session:
-        pending = record_ids if context.redo else records_without_result(session, record_ids, context.schema)
-        rows = session.execute(
-            select(Record.id, Record.text, Record.problem).where(Record.id.in_(pending))
-        ).all()
+    rows = _claimed_rows(context, record_ids)
 
     def one(row: Any) -> Outcome:
         try:
@@ -92,6 +120,5 @@ def process_chunk(context: RunContext, record_ids: list[int]) -> list[str]:
     workers = min(context.reasoner.max_concurrency, context.formatter.max_concurrency)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="formwork-record") as pool:
         outcomes = list(pool.map(one, rows))
-    with context.sessions() as session:
-        save_outcomes(session, context.run_id, context.schema, outcomes, context.queue)
+    save_chunk(context.sessions, context.run_id, context.schema, outcomes, context.queue)
     return [o.verdict.status for o in outcomes]

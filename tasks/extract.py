@@ -7,8 +7,10 @@ Retries inside a run follow what went wrong:
 - the reasoning pass cut at `length`: reason again with twice the budget, unless the notes end in a
   loop (a small model repeating itself gains nothing from more tokens);
 - nothing left to change (same notes, same prompt, greedy decoding): stop early;
-- an engine error: no retry here; the record is failed with `retryable` set, and the chunk decides.
-Every call, retried or not, is logged as a `CallLog` and becomes a row.
+- an engine error: no retry here; the record is failed with `retryable` set, and queued for the
+  reprocessing flow only when a retry can help (a prompt too long for the context never can).
+The text is fitted into the engines' context in tokens first (tasks.fit). Every call, retried or not,
+is logged as a `CallLog` and becomes a row.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Literal
 from schemas.budget import format_budget
 from schemas.registry import Schema
 from tasks.engines.base import Completion, Engine, EngineError, Message, Sampling
+from tasks.fit import fit_source
 from tasks.prompts import formatting_messages, prompt_hash, reasoning_messages
 from tasks.validate import Verdict, judge
 
@@ -116,8 +119,10 @@ def extract_record(
     format_budget_now = options.format_max_tokens or format_budget(schema.body)
     notes: Completion
     feedback: list[str] = []
-    redo_reasoning = True
+    redo_reasoning, cut = True, False
     try:
+        fitted = fit_source(text, schema, (reasoner, formatter), reasoning_budget, format_budget_now)
+        text, cap, cut = fitted.text, fitted.reasoning_cap or BUDGET_CAP, fitted.cut
         for attempt in range(1, options.max_attempts + 1):
             outcome.attempts = attempt
             if redo_reasoning:
@@ -128,7 +133,7 @@ def extract_record(
                     repetition_penalty=options.reasoning_repetition_penalty,
                 )
                 notes = call(reasoner, "reasoning", reasoning_messages(schema, text), sampling)
-                reasoning_budget = min(2 * reasoning_budget, BUDGET_CAP)
+                reasoning_budget = min(2 * reasoning_budget, BUDGET_CAP, cap)
             messages = formatting_messages(schema, text, notes.text, feedback)
             shaped = call(formatter, "formatting", messages, Sampling(format_budget_now), schema.body)
             verdict = judge(schema, text, notes, shaped)
@@ -148,5 +153,7 @@ def extract_record(
     except EngineError as exc:
         if RANK[outcome.verdict.status] == 0:
             outcome.verdict = Verdict("failed", None, [f"engine error: {exc}"])
-            outcome.retryable = exc.retryable
+            outcome.retryable = outcome.queueable = exc.retryable
+    if cut:
+        outcome.verdict.errors.append(f"note: the text was cut to {len(text)} characters to fit the context")
     return outcome

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -41,6 +41,12 @@ class Settings(BaseSettings):
     vllm_format_model: str | None = Field(None, description="formatting model; default: vllm_model")
     vllm_max_concurrency: int = Field(8, ge=1, description="requests in flight per server")
     vllm_timeout_s: float = Field(120.0, gt=0, description="per-request timeout")
+    vllm_api_key: SecretStr | None = Field(
+        None, description="for servers started with --api-key; never stored"
+    )
+    vllm_api_key_file: Path | None = Field(
+        None, description="a file holding the API key (e.g. a secret mount)"
+    )
 
     chunk_size: int = Field(100, ge=1, description="records per Prefect task")
     reasoning_max_tokens: int = Field(384, ge=1)
@@ -53,6 +59,19 @@ class Settings(BaseSettings):
     queue_partial: bool = Field(False, description="also queue partial results for reprocessing")
     queue_max_attempts: int = Field(5, ge=1, description="reprocessing tries before an entry is dead")
     claim_timeout_s: float = Field(1800, gt=0, description="a claim older than this is put back")
+
+    def api_key(self) -> str | None:
+        """The vLLM API key, from the setting or its file; registered so that every message masks it."""
+        from tasks.redact import register_secret
+
+        key = self.vllm_api_key.get_secret_value() if self.vllm_api_key else None
+        if key is None and self.vllm_api_key_file is not None:
+            try:
+                key = self.vllm_api_key_file.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ValueError(f"vllm_api_key_file {self.vllm_api_key_file}: {exc.strerror}") from exc
+        register_secret(key)
+        return key
 
     @field_validator("db_url")
     @classmethod

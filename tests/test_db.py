@@ -30,14 +30,14 @@ EXPENSE_V2 = dataclasses.replace(EXPENSE, version=EXPENSE.version + 1)
 # has no such type and reflects a plain DATETIME, which the normaliser below accepts there only.
 EXPECTED_COLUMNS = {
     "records": {
-        "id": "int", "source": "str(500)", "key": "str(200)", "text": "text", "meta": "json",
-        "problem": "text?", "created_at": "timestamptz",
+        "id": "int", "source": "str(500)", "key": "str(200)", "text_hash": "str(64)", "text": "text",
+        "meta": "json", "problem": "text?", "created_at": "timestamptz",
     },
     "runs": {
         "id": "int", "flow": "str(60)", "source": "str(500)", "schema_name": "str(100)",
-        "schema_version": "int", "engine": "str(40)", "reasoning_model": "str(200)",
-        "formatting_model": "str(200)", "state": "str(20)", "started_at": "timestamptz",
-        "finished_at": "timestamptz?",
+        "schema_version": "int", "schema_hash": "str(64)", "schema_body": "json?", "engine": "str(40)",
+        "reasoning_model": "str(200)", "formatting_model": "str(200)", "state": "str(20)",
+        "started_at": "timestamptz", "heartbeat_at": "timestamptz?", "finished_at": "timestamptz?",
     },
     "model_calls": {
         "id": "int", "run_id": "int", "record_id": "int", "pass_name": "str(20)", "attempt": "int",
@@ -47,13 +47,23 @@ EXPECTED_COLUMNS = {
     },
     "results": {
         "id": "int", "record_id": "int", "schema_name": "str(100)", "schema_version": "int", "run_id": "int",
-        "status": "str(10)", "data": "json?", "errors": "json", "nulled": "json",
-        "reasoning_finish": "str(20)?", "formatting_finish": "str(20)?", "retryable": "bool",
-        "attempts": "int", "updated_at": "timestamptz",
+        "text_hash": "str(64)", "schema_hash": "str(64)", "status": "str(10)", "data": "json?",
+        "errors": "json", "nulled": "json", "reasoning_finish": "str(20)?", "formatting_finish": "str(20)?",
+        "retryable": "bool", "attempts": "int", "updated_at": "timestamptz",
+    },
+    "run_results": {
+        "id": "int", "run_id": "int", "record_id": "int", "status": "str(10)", "data": "json?",
+        "errors": "json", "nulled": "json", "reasoning_finish": "str(20)?", "formatting_finish": "str(20)?",
+        "attempts": "int", "created_at": "timestamptz",
+    },
+    "record_claims": {
+        "id": "int", "record_id": "int", "schema_name": "str(100)", "schema_version": "int", "run_id": "int",
+        "claimed_at": "timestamptz",
     },
     "retry_queue": {
         "id": "int", "record_id": "int", "schema_name": "str(100)", "schema_version": "int",
-        "schema_source": "str(500)", "attempts": "int", "last_error": "text",
+        "schema_source": "str(500)", "schema_hash": "str(64)", "schema_body": "json?", "attempts": "int",
+        "last_error": "text",
         "next_attempt_at": "timestamptz", "state": "str(12)", "claimed_by": "str(100)?",
         "claimed_at": "timestamptz?", "updated_at": "timestamptz",
     },
@@ -61,18 +71,23 @@ EXPECTED_COLUMNS = {
 }  # fmt: skip
 # The upserts depend on these unique keys, the queue and the reports on these indexes.
 EXPECTED_UNIQUE = {
-    "records": {("source", "key")},
+    "records": {("source", "key", "text_hash")},
     "results": {("record_id", "schema_name", "schema_version")},
+    "record_claims": {("record_id", "schema_name", "schema_version")},
     "retry_queue": {("record_id", "schema_name", "schema_version")},
 }
 EXPECTED_INDEXES = {
     "model_calls": {("record_id",), ("run_id",)},
-    "results": {("run_id",), ("status",)},
+    "results": {("run_id",), ("schema_hash",), ("status",)},
+    "run_results": {("record_id",), ("run_id",)},
+    "record_claims": {("run_id",)},
     "retry_queue": {("next_attempt_at",), ("state",)},
 }
 EXPECTED_FOREIGN_KEYS = {
     "model_calls": {("record_id", "records"), ("run_id", "runs")},
     "results": {("record_id", "records"), ("run_id", "runs")},
+    "run_results": {("record_id", "records"), ("run_id", "runs")},
+    "record_claims": {("record_id", "records"), ("run_id", "runs")},
     "retry_queue": {("record_id", "records")},
 }
 
@@ -145,18 +160,19 @@ def _records(n: int, text: str = "text") -> list[InputRecord]:
     return [InputRecord(f"k{i}", f"{text} {i}", {"line": i}) for i in range(n)]
 
 
-def test_store_records_is_idempotent_per_source_and_key(any_db_url: str, monkeypatch) -> None:
+def test_store_records_is_idempotent_per_source_key_and_text(any_db_url: str, monkeypatch) -> None:
     monkeypatch.setattr(db.store, "BATCH", 3)  # 7 records: three transactions, across batch edges
     with session_factory(any_db_url)() as session:
         first = store_records(session, "a.jsonl", _records(7))
-        again = store_records(session, "a.jsonl", _records(7, text="changed"))
+        again = store_records(session, "a.jsonl", _records(7))
+        changed = store_records(session, "a.jsonl", _records(7, text="changed"))
         other = store_records(session, "b.jsonl", _records(2))
         assert again == first and len(set(first)) == 7
+        assert not set(changed) & set(first) and len(set(changed)) == 7  # a new text is a new record
         assert not set(other) & set(first)
-        assert session.scalar(select(func.count()).select_from(Record)) == 9
-        stored = session.scalars(select(Record).where(Record.source == "a.jsonl").order_by(Record.id)).all()
-        assert [r.id for r in stored] == sorted(first)
-        assert [r.text for r in stored] == [f"changed {i}" for i in range(7)]  # the upsert updates
+        assert session.scalar(select(func.count()).select_from(Record)) == 16
+        stored = session.scalars(select(Record).where(Record.id.in_(first)).order_by(Record.id)).all()
+        assert [r.text for r in stored] == [f"text {i}" for i in range(7)]  # never rewritten in place
 
 
 def _outcome(record_id: int, status: str, attempts: int = 1) -> Outcome:
@@ -173,12 +189,12 @@ def test_save_outcomes_upserts_one_result_per_record_and_schema_version(any_db_u
     with session_factory(any_db_url)() as session:
         ids = store_records(session, "a.jsonl", _records(3))
         fields = dict(flow="test", source="a.jsonl", engine="fake", reasoning_model="m", formatting_model="m")
-        run_1 = start_run(session, schema_name=EXPENSE.name, schema_version=EXPENSE.version, **fields)
+        run_1 = start_run(session, EXPENSE, **fields)
         save_outcomes(session, run_1, EXPENSE, [_outcome(i, "failed") for i in ids], QueuePolicy())
         assert records_without_result(session, ids, EXPENSE) == []
         assert records_without_result(session, ids, EXPENSE_V2) == ids
 
-        run_2 = start_run(session, schema_name=EXPENSE.name, schema_version=EXPENSE.version, **fields)
+        run_2 = start_run(session, EXPENSE, **fields)
         save_outcomes(session, run_2, EXPENSE, [_outcome(i, "ok", attempts=2) for i in ids], QueuePolicy())
         save_outcomes(session, run_2, EXPENSE_V2, [_outcome(ids[0], "partial")], QueuePolicy())
 

@@ -160,7 +160,7 @@ def test_claim_due_takes_only_due_waiting_entries_oldest_first(session: Session,
     assert [c.entry_id for c in claim_due(session, "w1", 1, now=T0)] == [older]
     assert not session.in_transaction()  # the claim is committed: other workers see it at once
     claims = claim_due(session, "w2", 10, now=T0)
-    assert claims == [Claim(newer, ids[1], EXPENSE.name, EXPENSE.version, EXPENSE.source, 1)]
+    assert claims == [Claim(newer, ids[1], EXPENSE.name, EXPENSE.version, EXPENSE.source, 1, EXPENSE.body)]
     assert claim_due(session, "w3", 10, now=T0) == []
     assert claim_due(session, "w3", 0, now=T0 + timedelta(days=1)) == []
 

@@ -7,7 +7,11 @@
 #            default: MODEL
 #
 # Knobs (environment), with defaults:
-#   HOST=0.0.0.0 PORT=8000       where the OpenAI-compatible API listens (base URL http://HOST:PORT/v1)
+#   HOST=127.0.0.1 PORT=8000     where the OpenAI-compatible API listens (base URL http://HOST:PORT/v1);
+#                                any other address requires an API key (the API has no other guard)
+#   VLLM_API_KEY= / VLLM_API_KEY_FILE=  the key clients must send (Formwork: FORMWORK_VLLM_API_KEY or
+#                                FORMWORK_VLLM_API_KEY_FILE); passed to vLLM through its environment,
+#                                never on the command line (visible in `ps`)
 #   TP=1                         --tensor-parallel-size: GPUs the model is split across (one node)
 #   MAX_MODEL_LEN=8192           context length; prompt + reasoning + JSON must fit; smaller = more KV
 #   GPU_MEM_UTIL=0.90            fraction of each GPU vLLM may take (weights + KV cache)
@@ -29,11 +33,26 @@
 set -euo pipefail
 model="${1:?usage: serve_gpu.sh MODEL [NAME]}"
 name="${2:-$model}"
+host="${HOST:-127.0.0.1}"
+if [ -n "${VLLM_API_KEY_FILE:-}" ]; then
+  VLLM_API_KEY="$(cat "$VLLM_API_KEY_FILE")"
+fi
+case "$host" in
+  127.*|localhost|::1) ;;
+  *)
+    if [ -z "${VLLM_API_KEY:-}" ]; then
+      echo "serve_gpu.sh: HOST=$host listens beyond this machine; set VLLM_API_KEY or VLLM_API_KEY_FILE" >&2
+      exit 2
+    fi ;;
+esac
+if [ -n "${VLLM_API_KEY:-}" ]; then
+  export VLLM_API_KEY  # vLLM reads it from the environment, like --api-key
+fi
 so_config='{"backend":"xgrammar","disable_any_whitespace":true}'
 args=(
   serve "$model"
   --served-model-name "$name"
-  --host "${HOST:-0.0.0.0}"
+  --host "$host"
   --port "${PORT:-8000}"
   --tensor-parallel-size "${TP:-1}"
   --max-model-len "${MAX_MODEL_LEN:-8192}"

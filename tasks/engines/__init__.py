@@ -33,8 +33,9 @@ def open_engines(settings: Settings) -> tuple[Engine, Engine]:
 
     def server(url: str, model: str | None) -> Engine:
         return VllmServerEngine(
-            url, model, max_concurrency=settings.vllm_max_concurrency, timeout_s=settings.vllm_timeout_s
-        )
+            url, model, max_concurrency=settings.vllm_max_concurrency, timeout_s=settings.vllm_timeout_s,
+            api_key=settings.api_key(),
+        )  # fmt: skip
 
     reasoner = server(settings.vllm_url, settings.vllm_model)
     if settings.vllm_format_url in (None, settings.vllm_url) and settings.vllm_format_model in (

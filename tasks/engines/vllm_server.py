@@ -34,6 +34,7 @@ from tasks.engines.base import (
     RequestRejected,
     Sampling,
 )
+from tasks.redact import redact, register_secret
 
 PROBE_SCHEMA: JsonSchema = {
     "title": "formwork_probe",
@@ -106,23 +107,39 @@ class VllmServerEngine:
     """
 
     def __init__(
-        self, base_url: str, model: str | None = None, *, max_concurrency: int = 8, timeout_s: float = 120.0
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        max_concurrency: int = 8,
+        timeout_s: float = 120.0,
+        api_key: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model or ""
         self.max_concurrency = max_concurrency
         self.timeout_s = timeout_s
+        self.context_window: int | None = None  # the server's max_model_len, read with the model list
         self._lock = threading.Lock()
+        register_secret(api_key)
         self._client = httpx.Client(
             timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
             limits=httpx.Limits(max_connections=max_concurrency, max_keepalive_connections=max_concurrency),
+            headers={"Authorization": f"Bearer {api_key}"} if api_key else None,
         )
 
     def close(self) -> None:
         self._client.close()
 
     def _request(self, method: str, url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        """One HTTP call; every transport or status failure leaves here as an EngineError."""
+        """One HTTP call; every failure leaves here as an EngineError whose message holds no secret."""
+        try:
+            return self._send(method, url, body)
+        except EngineError as exc:
+            exc.message, exc.hint = redact(exc.message), redact(exc.hint)
+            raise
+
+    def _send(self, method: str, url: str, body: dict[str, Any] | None) -> dict[str, Any]:
         try:
             response = self._client.request(method, url, json=body)
         except httpx.TimeoutException as exc:
@@ -145,15 +162,31 @@ class VllmServerEngine:
         return data
 
     def served_models(self) -> list[str]:
-        entries = self._request("GET", f"{self.base_url}/models").get("data")
-        return [str(e["id"]) for e in entries or [] if isinstance(e, dict) and "id" in e]
+        """The served model ids; remembers the chosen model's context length (vLLM's max_model_len)."""
+        entries = [e for e in self._request("GET", f"{self.base_url}/models").get("data") or []
+                   if isinstance(e, dict) and "id" in e]  # fmt: skip
+        for entry in entries:
+            if entry["id"] == (self.model or entries[0]["id"]) and isinstance(
+                entry.get("max_model_len"), int
+            ):
+                self.context_window = entry["max_model_len"]
+        return [str(e["id"]) for e in entries]
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of `text` as plain text, by the server's own tokenizer (vLLM's /tokenize)."""
+        root = self.base_url.removesuffix("/v1")
+        body = {"model": self._model(), "prompt": text, "add_special_tokens": False}
+        count = self._request("POST", f"{root}/tokenize", body).get("count")
+        if not isinstance(count, int):
+            raise EngineUnavailable(f"{redact(root)}/tokenize answered without a token count")
+        return count
 
     def _model(self) -> str:
         with self._lock:
             if not self.model:
                 served = self.served_models()
                 if not served:
-                    raise EngineUnavailable(f"{self.base_url} serves no model yet")
+                    raise EngineUnavailable(f"{redact(self.base_url)} serves no model yet")
                 self.model = served[0]
             return self.model
 
@@ -201,7 +234,9 @@ class VllmServerEngine:
         """
         served = self.served_models()
         if self.model and self.model not in served:
-            raise RequestRejected(f"{self.base_url} does not serve {self.model!r}; it serves {served}")
+            raise RequestRejected(
+                f"{redact(self.base_url)} does not serve {self.model!r}; it serves {served}"
+            )
         root = self.base_url.removesuffix("/v1")
         try:  # not part of the OpenAI API: another server may lack it, the probe still decides
             version = str(self._request("GET", f"{root}/version").get("version", "unknown"))
@@ -215,10 +250,13 @@ class VllmServerEngine:
             answer = None
         if answer not in ("yes", "no"):
             raise RequestRejected(
-                f"{root} (vLLM {version}) ignores structured outputs: enum probe got {probe.text[:120]!r}",
+                f"{redact(root)} (vLLM {version}) ignores structured outputs: "
+                f"enum probe got {probe.text[:120]!r}",
                 hint=FIX_HINT,
             )
-        return ServerInfo(base_url=self.base_url, version=version, model=self.model, served=tuple(served))
+        return ServerInfo(
+            base_url=redact(self.base_url), version=version, model=self.model, served=tuple(served)
+        )
 
 
 def _server_message(response: httpx.Response) -> str:

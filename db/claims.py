@@ -1,0 +1,94 @@
+"""Records in flight: overlapping runs split the pending records instead of extracting each twice.
+
+A run claims a chunk's records in one statement before it calls any model (an upsert that takes a free
+record, or one whose claim is stale, and returns what it won), refreshes its claims while it works
+(the heartbeat), and releases them in the transaction that stores their results. A write is refused
+for a record that another run holds: the slower of two workers can never overwrite the faster one's
+result. The retry queue's own claims are refreshed by the same heartbeat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from db.models import RecordClaim, RetryEntry, Run, utcnow
+from db.session import is_postgres, upsert_insert
+from schemas.registry import Schema
+
+KEY = ["record_id", "schema_name", "schema_version"]
+
+
+def claim_records(
+    session: Session, run_id: int, schema: Schema, record_ids: Sequence[int], stale_after: timedelta
+) -> list[int]:
+    """Claim the free (or stale) records among `record_ids` for `run_id`; commit; return those won."""
+    if not record_ids:
+        return []
+    now = utcnow()
+    table = RecordClaim.__table__
+    rows = [{"record_id": i, "schema_name": schema.name, "schema_version": schema.version, "run_id": run_id,
+             "claimed_at": now} for i in record_ids]  # fmt: skip
+    statement = upsert_insert(session, RecordClaim).values(rows)
+    statement = statement.on_conflict_do_update(
+        index_elements=KEY,
+        set_={"run_id": statement.excluded.run_id, "claimed_at": statement.excluded.claimed_at},
+        where=(table.c.claimed_at < now - stale_after) | (table.c.run_id == run_id),
+    ).returning(table.c.record_id)
+    won = set(session.scalars(statement))
+    session.commit()
+    return [i for i in record_ids if i in won]
+
+
+def release_held(session: Session, run_id: int, schema: Schema, record_ids: Sequence[int]) -> set[int]:
+    """Inside the caller's transaction: drop this run's claims; return the records another run holds.
+
+    On PostgreSQL the other run's claim rows are locked until the caller commits, so a claim cannot
+    change hands between this check and the write it guards.
+    """
+    if not record_ids:
+        return set()
+    of_schema = (RecordClaim.schema_name == schema.name) & (RecordClaim.schema_version == schema.version)
+    others = select(RecordClaim.record_id).where(
+        of_schema, RecordClaim.record_id.in_(record_ids), RecordClaim.run_id != run_id
+    )
+    if is_postgres(session):
+        others = others.with_for_update()
+    held_elsewhere = set(session.scalars(others))
+    session.execute(
+        delete(RecordClaim).where(
+            of_schema, RecordClaim.record_id.in_(record_ids), RecordClaim.run_id == run_id
+        )
+    )
+    return held_elsewhere
+
+
+def heartbeat(session: Session, run_id: int, worker: str | None = None) -> None:
+    """The running flow is alive: refresh its run, its record claims and its retry-queue claims; commit."""
+    now = utcnow()
+    session.execute(update(Run).where(Run.id == run_id).values(heartbeat_at=now))
+    session.execute(update(RecordClaim).where(RecordClaim.run_id == run_id).values(claimed_at=now))
+    if worker is not None:
+        session.execute(
+            update(RetryEntry)
+            .where(RetryEntry.state == "claimed", RetryEntry.claimed_by == worker)
+            .values(claimed_at=now)
+        )
+    session.commit()
+
+
+def mark_crashed(session: Session, silent_for: timedelta) -> int:
+    """Runs still `running` whose heartbeat stopped more than `silent_for` ago died: mark them `crashed`."""
+    cutoff = utcnow() - silent_for
+    statement = (
+        update(Run)
+        .where(Run.state == "running", Run.heartbeat_at.is_not(None), Run.heartbeat_at < cutoff)
+        .values(state="crashed", finished_at=Run.heartbeat_at)
+        .execution_options(synchronize_session=False)
+    )
+    count = session.execute(statement).rowcount
+    session.commit()
+    return count

@@ -1,0 +1,59 @@
+"""Fit a record into the model's context, counted in the engine's own tokens, not in characters.
+
+Characters are a poor measure: 6,000 Chinese characters are ~6,000 tokens or more, and such a text
+overflowed a 4,096-token context (the record then failed, and was queued although no retry could
+help). So the source text gets the room the context leaves after the prompt's scaffolding, the
+reasoning notes' budget, the formatting request and the formatting budget; a longer text is cut to
+that room and the outcome says so. Engines without a tokenizer (test doubles) are left as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schemas.registry import Schema
+from tasks.engines.base import Engine, RequestRejected
+from tasks.prompts import reasoning_messages
+
+REQUEST_TOKENS = 256  # the formatting request, validation feedback and chat-template markers
+MIN_SOURCE_TOKENS = 32
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """The text to send, how many tokens the reasoning pass may write, and whether the text was cut."""
+
+    text: str
+    reasoning_cap: int | None
+    cut: bool = False
+
+
+def _count(engines: list[Engine], text: str) -> int:
+    return max(engine.count_tokens(text) for engine in engines)  # type: ignore[attr-defined]
+
+
+def fit_source(
+    text: str, schema: Schema, engines: tuple[Engine, ...], reasoning: int, formatting: int
+) -> Fitted:
+    """Cut `text` to the room the smallest context leaves; raise RequestRejected if there is none."""
+    counted = [e for e in dict.fromkeys(engines) if getattr(e, "context_window", None)]
+    if not counted:
+        return Fitted(text, None)
+    window = min(e.context_window for e in counted)  # type: ignore[attr-defined]
+    scaffold = _count(counted, "\n".join(m["content"] for m in reasoning_messages(schema, "")))
+    fixed = scaffold + REQUEST_TOKENS + formatting
+    room = window - fixed - reasoning
+    if room < MIN_SOURCE_TOKENS:
+        raise RequestRejected(
+            f"a context of {window} tokens cannot hold this schema's prompts ({fixed} tokens) plus "
+            f"{reasoning} reasoning tokens",
+            hint="use a model with a larger context, or lower reasoning_max_tokens / format_max_tokens",
+        )
+    size = _count(counted, text)
+    cut = size > room
+    if cut:
+        chars = int(len(text) * room / size)
+        while chars > 0 and _count(counted, text[:chars]) > room:
+            chars = int(chars * 0.9)
+        text, size = text[:chars], _count(counted, text[:chars])
+    return Fitted(text, window - fixed - size, cut)

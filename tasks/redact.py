@@ -1,0 +1,60 @@
+"""Keep secrets out of everything Formwork writes: stored errors, logs, flow parameters, the CLI's output.
+
+Two kinds of secret reach error messages: a password inside a URL (`postgresql://u:pw@db/x`,
+`http://u:pw@gpu-1:8000/v1`), and an API key that Formwork itself sends. The first is recognised by
+shape, the second because the settings register it here when they read it. Redaction happens at the
+boundaries (the store, the engines' messages, the logs), so no caller has to remember it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+
+_URL_PASSWORD = re.compile(
+    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s:@]*):(?P<password>[^@\s/]+)@"
+)
+_secrets: set[str] = set()
+_lock = threading.Lock()
+MASK = "***"
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret value (an API key) so that every later `redact` masks it."""
+    if value and len(value) >= 4:
+        with _lock:
+            _secrets.add(value)
+
+
+def redact(text: str) -> str:
+    """`text` with URL passwords and registered secrets replaced by ***."""
+    if not text:
+        return text
+    text = _URL_PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    with _lock:
+        secrets = sorted(_secrets, key=len, reverse=True)
+    for secret in secrets:
+        text = text.replace(secret, MASK)
+    return text
+
+
+def has_password(url: str) -> bool:
+    """True when a URL carries a password (it must then never become a flow parameter)."""
+    return bool(_URL_PASSWORD.search(url))
+
+
+def install_log_redaction() -> None:
+    """Redact every log record this process creates (Prefect's included), once, at its creation."""
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, "formwork_redacts", False):
+        return
+
+    def factory(*args: object, **kwargs: object) -> logging.LogRecord:
+        record = previous(*args, **kwargs)
+        if record.args or isinstance(record.msg, str):
+            record.msg, record.args = redact(record.getMessage()), None
+        return record
+
+    factory.formwork_redacts = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(factory)
