@@ -85,7 +85,9 @@ def _handler_for(server: MisbehavingServer) -> type[BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"  # keep-alive, as the engine's pooled client expects
 
         def _reply(self, body: dict[str, Any] | None) -> None:
-            server.requests.append({"method": self.command, "path": self.path, "body": body})
+            server.requests.append(
+                {"method": self.command, "path": self.path, "body": body, "headers": dict(self.headers)}
+            )
             status, text = server.answer(self.path, body)
             data = text.encode()
             try:

@@ -135,12 +135,9 @@ def _admin(url: str) -> psycopg.Connection:
     )  # fmt: skip
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def any_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A new, empty database for this test on each backend; migrated on first use by db.session."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'formwork.db'}"
-        return
+@pytest.fixture
+def postgres_db_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A new, empty PostgreSQL database for this test, dropped afterwards."""
     server = request.getfixturevalue("postgres_url")
     name = f"{re.sub(r'[^a-z0-9]+', '_', request.node.name.lower())[:40]}_{uuid.uuid4().hex[:8]}"
     with _admin(server) as admin:
@@ -151,3 +148,11 @@ def any_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         # FORCE ends the connections that db.session's cached engine still holds in its pool.
         with _admin(server) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def any_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A new, empty database for this test on each backend; migrated on first use by db.session."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'formwork.db'}"
+    return request.getfixturevalue("postgres_db_url")
