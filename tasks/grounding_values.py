@@ -1,0 +1,178 @@
+"""Find a number or a date in a text however it is written: the `value` rule of grounding.
+
+A model asked for an amount writes `1234.5`; the text says "1.234,50 EUR". A model asked for a date
+writes `2020-03-03`; the text says "March 3rd 2020", "3/3/20" or "2020年3月3日". Both are backed by
+the text, so both must be found, with the span where they are written. Numbers are read from every
+digit run with its possible separator conventions (a `,` or `.` followed by three digits may group
+thousands or mark decimals; both readings are kept). Dates are read by a regex for numeric forms
+(either day/month order when the text is ambiguous) and by `dateparser` for written ones; an
+expression whose meaning depends on the day it was written ("yesterday", "last Friday", "March 3")
+backs a value only against the record's reference date, and then as `derived`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from functools import cached_property
+from typing import Literal
+
+# A digit run with optional grouping/decimal separators: 1,234.50 | 1.234,50 | 1'234 | 1234,5 | 1 234 (nbsp).
+NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,'\u00a0\u202f]\d+)*")
+YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})\s*日?(?!\d)")
+AB_Y = re.compile(r"(?<!\d)(\d{1,2})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{4}|\d{2})(?!\d)")
+ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
+# dateparser is asked only about stretches that hold a word it could read as a date.
+DATE_WORDS = re.compile(
+    r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|yesterday|today|tomorrow|ago|last|next|"
+    r"mon|tue|wed|thu|fri|sat|sun)[a-z]*\b"
+)
+LEAD_WORD = re.compile(r"(?i)^(?:on|at|in|of|by|the|from|since|until)\s+")
+LANGUAGES = ["en"]  # written month and day names; numeric and CJK forms need no language
+# Two bases far apart: an expression that parses to different days against them is relative.
+BASES = (datetime(2001, 6, 15, 12), datetime(2011, 2, 10, 12))
+
+Kind = Literal["exact", "normalised", "derived"]
+
+
+@dataclass(frozen=True)
+class ValueMatch:
+    kind: Kind
+    spans: tuple[tuple[int, int], ...]
+
+
+def _readings(token: str) -> set[Decimal]:
+    """Every number a written digit run can mean, e.g. "1,234" -> {1234, 1.234}."""
+    parts = re.split(r"([.,'\u00a0\u202f])", token)
+    digits, separators = parts[::2], parts[1::2]
+    readings = {Decimal("".join(digits))}
+    if separators and separators[-1] in ".," and separators[-1] not in separators[:-1]:
+        readings.add(Decimal("".join(digits[:-1]) + "." + digits[-1]))
+    return readings
+
+
+def _as_decimal(value: float | int | str) -> Decimal | None:
+    try:
+        return abs(Decimal(str(value)))
+    except InvalidOperation:
+        return None
+
+
+def _iso_date(value: str) -> date | None:
+    match = ISO_DATE.match(value)
+    if not match:
+        return None
+    try:
+        return date(*(int(g) for g in match.groups()))
+    except ValueError:
+        return None
+
+
+def _safe_date(year: int, month: int, day: int) -> date | None:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+class ValueFinder:
+    """The numbers and dates of one source text, read once and matched against many values."""
+
+    def __init__(self, text: str, reference: date | None = None):
+        self.text = text
+        self.reference = reference
+
+    @cached_property
+    def _numbers(self) -> list[tuple[set[Decimal], tuple[int, int]]]:
+        return [(_readings(m.group()), m.span()) for m in NUMBER.finditer(self.text)]
+
+    @cached_property
+    def _numeric_dates(self) -> list[tuple[set[date], tuple[int, int]]]:
+        found = []
+        for m in YMD.finditer(self.text):
+            day = _safe_date(*(int(g) for g in m.groups()))
+            if day:
+                found.append(({day}, m.span()))
+        for m in AB_Y.finditer(self.text):
+            a, b, y = (int(g) for g in m.groups())
+            years = [y] if len(m.group(3)) == 4 else [2000 + y, 1900 + y]
+            days = {d for year in years for d in (_safe_date(year, b, a), _safe_date(year, a, b)) if d}
+            if days:
+                found.append((days, m.span()))
+        return found
+
+    @cached_property
+    def _written_dates(self) -> list[tuple[set[date], bool, tuple[int, int]]]:
+        """(days, relative?, span) for each date dateparser finds in a stretch that names one."""
+        if not DATE_WORDS.search(self.text):
+            return []
+        from dateparser.search import search_dates
+
+        found = []
+        for order in ("DMY", "MDY"):
+            settings = {"DATE_ORDER": order, "RELATIVE_BASE": BASES[0], "RETURN_AS_TIMEZONE_AWARE": False}
+            cursor = 0
+            for phrase, when in search_dates(self.text, settings=settings, languages=LANGUAGES) or []:
+                if not DATE_WORDS.search(phrase):
+                    continue  # bare numbers are the regexes' job; dateparser reads "3" as a day
+                phrase = LEAD_WORD.sub("", phrase)  # "on March 3rd 2020": highlight the date only
+                start = self.text.find(phrase, cursor)
+                if start < 0:
+                    start = self.text.find(phrase)
+                if start < 0:
+                    continue
+                cursor = start + len(phrase)
+                relative = self._relative(phrase, order, when)
+                days = {when.date()}
+                if relative and self.reference is not None:
+                    days = self._against_reference(phrase, order)
+                found.append((days, relative, (start, start + len(phrase))))
+        return found
+
+    @staticmethod
+    def _relative(phrase: str, order: str, first: datetime) -> bool:
+        import dateparser
+
+        other = dateparser.parse(phrase, settings={"DATE_ORDER": order, "RELATIVE_BASE": BASES[1]})
+        return other is None or other.date() != first.date()
+
+    def _against_reference(self, phrase: str, order: str) -> set[date]:
+        import dateparser
+
+        assert self.reference is not None
+        base = datetime(self.reference.year, self.reference.month, self.reference.day, 12)
+        settings = {"DATE_ORDER": order, "RELATIVE_BASE": base, "PREFER_DATES_FROM": "past"}
+        when = dateparser.parse(phrase, settings=settings)  # type: ignore[arg-type]
+        return {when.date()} if when else set()
+
+    def number(self, value: float | int | str) -> ValueMatch | None:
+        wanted = _as_decimal(value)
+        if wanted is None:
+            return None
+        spans = tuple(span for readings, span in self._numbers if wanted in readings)
+        if not spans:
+            return None
+        exact = all(self.text[s:e] == str(value) for s, e in spans[:1])
+        return ValueMatch("exact" if exact else "normalised", spans)
+
+    def date(self, value: str) -> ValueMatch | None:
+        wanted = _iso_date(value)
+        if wanted is None:
+            return None
+        iso = wanted.isoformat()
+        exact = tuple((m.start(), m.end()) for m in re.finditer(re.escape(iso), self.text))
+        if exact:
+            return ValueMatch("exact", exact)
+        spans = tuple(span for days, span in self._numeric_dates if wanted in days)
+        if spans:
+            return ValueMatch("normalised", spans)
+        absolute = tuple(span for days, rel, span in self._written_dates if not rel and wanted in days)
+        if absolute:
+            return ValueMatch("normalised", tuple(sorted(set(absolute))))
+        if self.reference is not None:
+            derived = tuple(span for days, rel, span in self._written_dates if rel and wanted in days)
+            if derived:
+                return ValueMatch("derived", tuple(sorted(set(derived))))
+        return None
