@@ -204,16 +204,16 @@ class Source:
         exact = self._occurrences(self.text, value)
         if exact:
             return "exact", tuple(exact), 100.0
+        digits = re.sub(r"\D", "", value)
+        if PHONE.match(value) and len(digits) >= 5:
+            spans = self._phone(digits)
+            return ("normalised", spans, 100.0) if spans else ("none", (), 0.0)
         folded, _ = _fold(value)
         if not folded:
             return "none", (), 0.0
         normalised = self._occurrences(self.folded, folded)
         if normalised:
             return "normalised", tuple(self._unfold(s, e) for s, e in normalised), 100.0
-        digits = re.sub(r"\D", "", value)
-        if PHONE.match(value) and len(digits) >= 5:
-            spans = self._phone(digits)
-            return ("normalised", spans, 100.0) if spans else ("none", (), 0.0)
         return self._fuzzy(folded)
 
     def _phone(self, digits: str) -> tuple[tuple[int, int], ...]:
@@ -225,6 +225,20 @@ class Source:
                 spans.append(match.span())
         return tuple(spans[:MAX_SPANS])
 
+    def _whole_words(self, start: int, end: int) -> tuple[int, int]:
+        """Widen a span of the folded text to whole words of spaced scripts, without edge spaces."""
+        text = self.folded
+        start, end = max(start, 0), min(end, len(text))
+        while start > 0 and not _bounded(text, start, len(text)):
+            start -= 1
+        while end < len(text) and not _bounded(text, 0, end):
+            end += 1
+        while start < end and text[start] == " ":
+            start += 1
+        while end > start and text[end - 1] == " ":
+            end -= 1
+        return start, end
+
     def _fuzzy(self, folded: str) -> tuple[Kind, tuple[tuple[int, int], ...], float]:
         from rapidfuzz import fuzz
 
@@ -233,16 +247,12 @@ class Source:
         aligned = fuzz.partial_ratio_alignment(folded, self.folded)
         if aligned is None:
             return "none", (), 0.0
-        start, end = aligned.dest_start, aligned.dest_end
-        while start > 0 and not _bounded(self.folded, start, end):  # whole words only
-            start -= 1
-        while end < len(self.folded) and not _bounded(self.folded, start, end):
-            end += 1
-        while start < end and self.folded[start] == " ":
-            start += 1
-        while end > start and self.folded[end - 1] == " ":
-            end -= 1
+        start, end = self._whole_words(aligned.dest_start, aligned.dest_end)
         score = fuzz.ratio(folded, self.folded[start:end])
+        for wider in (self._whole_words(start - 2, end), self._whole_words(start, end + 2)):
+            wider_score = fuzz.ratio(folded, self.folded[wider[0] : wider[1]])
+            if wider_score > score:  # the alignment may leave out a short word at an edge ("O'Brien")
+                (start, end), score = wider, wider_score
         if score < FUZZY_THRESHOLD:
             return "none", (), score
         return "fuzzy", (self._unfold(start, end),), score

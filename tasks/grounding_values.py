@@ -29,7 +29,8 @@ DATE_WORDS = re.compile(
     r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|yesterday|today|tomorrow|ago|last|next|"
     r"mon|tue|wed|thu|fri|sat|sun)[a-z]*\b"
 )
-LEAD_WORD = re.compile(r"(?i)^(?:on|at|in|of|by|the|from|since|until)\s+")
+WORD = re.compile(r"\w+(?:[./-]\w+)*")
+MAX_WORDS = 5
 LANGUAGES = ["en"]  # written month and day names; numeric and CJK forms need no language
 # Two bases far apart: an expression that parses to different days against them is relative.
 BASES = (datetime(2001, 6, 15, 12), datetime(2011, 2, 10, 12))
@@ -104,48 +105,64 @@ class ValueFinder:
         return found
 
     @cached_property
-    def _written_dates(self) -> list[tuple[set[date], bool, tuple[int, int]]]:
-        """(days, relative?, span) for each date dateparser finds in a stretch that names one."""
+    def _date_phrases(self) -> list[tuple[int, int]]:
+        """Spans of the stretches dateparser reads as dates and that name one in words."""
         if not DATE_WORDS.search(self.text):
             return []
         from dateparser.search import search_dates
 
-        found = []
-        for order in ("DMY", "MDY"):
-            settings = {"DATE_ORDER": order, "RELATIVE_BASE": BASES[0], "RETURN_AS_TIMEZONE_AWARE": False}
-            cursor = 0
-            for phrase, when in search_dates(self.text, settings=settings, languages=LANGUAGES) or []:
-                if not DATE_WORDS.search(phrase):
-                    continue  # bare numbers are the regexes' job; dateparser reads "3" as a day
-                phrase = LEAD_WORD.sub("", phrase)  # "on March 3rd 2020": highlight the date only
-                start = self.text.find(phrase, cursor)
-                if start < 0:
-                    start = self.text.find(phrase)
-                if start < 0:
-                    continue
+        settings = {"RELATIVE_BASE": BASES[0], "RETURN_AS_TIMEZONE_AWARE": False}
+        spans, cursor = [], 0
+        for phrase, _ in search_dates(self.text, settings=settings, languages=LANGUAGES) or []:
+            start = self.text.find(phrase, cursor)
+            if start >= 0 and DATE_WORDS.search(phrase):  # bare numbers are the regexes' job
+                spans.append((start, start + len(phrase)))
                 cursor = start + len(phrase)
-                relative = self._relative(phrase, order, when)
-                days = {when.date()}
-                if relative and self.reference is not None:
-                    days = self._against_reference(phrase, order)
-                found.append((days, relative, (start, start + len(phrase))))
-        return found
+        return spans
 
-    @staticmethod
-    def _relative(phrase: str, order: str, first: datetime) -> bool:
+    def _written(self, wanted: date) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """(absolute, relative) spans of written phrases meaning `wanted`, one per found stretch.
+
+        dateparser glues neighbours onto a date ("last Friday, 30"; "on March 3rd 2020 by"), so every
+        run of up to MAX_WORDS words inside a found stretch is read on its own: the shortest run that
+        means the day absolutely, else the longest that means it against the reference date.
+        """
+        absolute: list[tuple[int, int]] = []
+        relative: list[tuple[int, int]] = []
+        for start, end in self._date_phrases:
+            words = [(start + m.start(), start + m.end()) for m in WORD.finditer(self.text[start:end])]
+            runs = [
+                (words[i][0], words[j][1])
+                for i in range(len(words))
+                for j in range(i, min(i + MAX_WORDS, len(words)))
+            ]
+            meant: dict[str, list[tuple[int, int]]] = {"absolute": [], "relative": []}
+            for run in runs:
+                phrase = self.text[run[0] : run[1]]
+                kind = self._meaning(phrase, wanted) if DATE_WORDS.search(phrase) else None
+                if kind:
+                    meant[kind].append(run)
+            if meant["absolute"]:
+                absolute.append(min(meant["absolute"], key=lambda r: r[1] - r[0]))
+            elif meant["relative"]:
+                relative.append(max(meant["relative"], key=lambda r: r[1] - r[0]))
+        return absolute, relative
+
+    def _meaning(self, phrase: str, wanted: date) -> str | None:
+        """ "absolute" or "relative" if the phrase means `wanted` (relative: against the reference)."""
         import dateparser
 
-        other = dateparser.parse(phrase, settings={"DATE_ORDER": order, "RELATIVE_BASE": BASES[1]})
-        return other is None or other.date() != first.date()
-
-    def _against_reference(self, phrase: str, order: str) -> set[date]:
-        import dateparser
-
-        assert self.reference is not None
+        first, second = (dateparser.parse(phrase, settings={"RELATIVE_BASE": b}) for b in BASES)  # type: ignore[arg-type]
+        if first is None:
+            return None
+        if second is not None and first.date() == second.date():
+            return "absolute" if first.date() == wanted else None
+        if self.reference is None:
+            return None
         base = datetime(self.reference.year, self.reference.month, self.reference.day, 12)
-        settings = {"DATE_ORDER": order, "RELATIVE_BASE": base, "PREFER_DATES_FROM": "past"}
+        settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": "past"}
         when = dateparser.parse(phrase, settings=settings)  # type: ignore[arg-type]
-        return {when.date()} if when else set()
+        return "relative" if when is not None and when.date() == wanted else None
 
     def number(self, value: float | int | str) -> ValueMatch | None:
         wanted = _as_decimal(value)
@@ -168,11 +185,9 @@ class ValueFinder:
         spans = tuple(span for days, span in self._numeric_dates if wanted in days)
         if spans:
             return ValueMatch("normalised", spans)
-        absolute = tuple(span for days, rel, span in self._written_dates if not rel and wanted in days)
+        absolute, relative = self._written(wanted)
         if absolute:
-            return ValueMatch("normalised", tuple(sorted(set(absolute))))
-        if self.reference is not None:
-            derived = tuple(span for days, rel, span in self._written_dates if rel and wanted in days)
-            if derived:
-                return ValueMatch("derived", tuple(sorted(set(derived))))
+            return ValueMatch("normalised", tuple(absolute))
+        if relative:
+            return ValueMatch("derived", tuple(relative))
         return None
