@@ -105,6 +105,7 @@ class Result(Base):
     retryable: Mapped[bool] = mapped_column(default=False)
     attempts: Mapped[int] = mapped_column(Integer, default=1)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+    evidence: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)  # tasks.grounding, per value
 
 
 class RetryEntry(Base):

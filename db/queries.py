@@ -66,7 +66,7 @@ def run_summary(session: Session, run_id: int) -> RunSummary:
 def result_rows(
     session: Session, run_id: int | None = None, status: str | None = None
 ) -> list[dict[str, Any]]:
-    """Flat rows: record key, status, finish reasons, errors, then the extracted fields."""
+    """Flat rows: record key, status, finish reasons, errors, the extracted fields and their evidence."""
     query = select(Result, Record.key, Record.source).join(Record, Record.id == Result.record_id)
     if run_id is not None:
         query = query.where(Result.run_id == run_id)
@@ -87,6 +87,7 @@ def result_rows(
                 "errors": result.errors,
                 "nulled": result.nulled,
                 "data": result.data,
+                "evidence": result.evidence,
             }
         )
     return rows

@@ -117,7 +117,7 @@ def save_outcomes(
             "run_id": run_id, "status": o.verdict.status, "data": o.verdict.data, "errors": o.verdict.errors,
             "nulled": o.verdict.nulled, "reasoning_finish": o.reasoning_finish,
             "formatting_finish": o.formatting_finish, "retryable": o.retryable, "attempts": o.attempts,
-            "updated_at": utcnow(),
+            "updated_at": utcnow(), "evidence": o.verdict.evidence,
         }
         for o in outcomes
     ]  # fmt: skip

@@ -49,7 +49,7 @@ EXPECTED_COLUMNS = {
         "id": "int", "record_id": "int", "schema_name": "str(100)", "schema_version": "int", "run_id": "int",
         "status": "str(10)", "data": "json?", "errors": "json", "nulled": "json",
         "reasoning_finish": "str(20)?", "formatting_finish": "str(20)?", "retryable": "bool",
-        "attempts": "int", "updated_at": "timestamptz",
+        "attempts": "int", "updated_at": "timestamptz", "evidence": "json?",
     },
     "retry_queue": {
         "id": "int", "record_id": "int", "schema_name": "str(100)", "schema_version": "int",
