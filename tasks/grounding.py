@@ -138,6 +138,16 @@ def _spaced_script(ch: str) -> bool:
                 or code >= 0x2E80)  # fmt: skip
 
 
+def _fold_char(ch: str) -> str:
+    """Latin, Greek and Cyrillic lose their accents ("José" is "jose"); other scripts keep every mark
+    (a kana's voicing mark changes the sound, a Hangul syllable stays whole)."""
+    if ord(ch) < 0x0530:
+        return "".join(
+            c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c)
+        ).casefold()
+    return unicodedata.normalize("NFKC", ch).casefold()
+
+
 def _fold(text: str) -> tuple[str, list[int]]:
     """NFKC, case-folded text with punctuation and whitespace runs as one space; where each char came from."""
     chars: list[str] = []
@@ -162,7 +172,7 @@ def _fold(text: str) -> tuple[str, list[int]]:
             chars.append(" ")
             where.append(i)
         gap = False
-        for folded in unicodedata.normalize("NFKC", ch).casefold():
+        for folded in _fold_char(ch):
             chars.append(folded)
             where.append(i)
     return "".join(chars), where

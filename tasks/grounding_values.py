@@ -5,9 +5,10 @@ writes `2020-03-03`; the text says "March 3rd 2020", "3/3/20" or "2020年3月3�
 the text, so both must be found, with the span where they are written. Numbers are read from every
 digit run with its possible separator conventions (a `,` or `.` followed by three digits may group
 thousands or mark decimals; both readings are kept). Dates are read by a regex for numeric forms
-(either day/month order when the text is ambiguous) and by `dateparser` for written ones; an
-expression whose meaning depends on the day it was written ("yesterday", "last Friday", "March 3")
-backs a value only against the record's reference date, and then as `derived`.
+(either day/month order when the text is ambiguous) and by `dateparser` for written ones (runs of
+words around a month, weekday or relative word); an expression whose meaning depends on the day it
+was written ("yesterday", "last Friday", "March 3") backs a value only against the record's
+reference date, and then as `derived`.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})\
 AB_Y = re.compile(r"(?<!\d)(\d{1,2})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{4}|\d{2})(?!\d)")
 ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 # dateparser is asked only about stretches that hold a word it could read as a date.
-DATE_WORDS = re.compile(
-    r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|yesterday|today|tomorrow|ago|last|next|"
-    r"mon|tue|wed|thu|fri|sat|sun)[a-z]*\b"
+# A written date names a month, a weekday or a relative day; dateparser reads the few words around it.
+DATE_WORD = re.compile(
+    r"(?i)(?:jan|feb|mar|apr|may|jun|jul|aug|sept?|oct|nov|dec|january|february|march|april|june|july|"
+    r"august|september|october|november|december|mon|tues?|wed|thu|thurs?|fri|sat|sun|monday|tuesday|"
+    r"wednesday|thursday|friday|saturday|sunday|yesterday|today|tomorrow|ago|last|next)\.?"
 )
 WORD = re.compile(r"\w+(?:[./-]\w+)*")
 MAX_WORDS = 5
@@ -84,6 +87,7 @@ class ValueFinder:
     def __init__(self, text: str, reference: date | None = None):
         self.text = text
         self.reference = reference
+        self._parsed: dict[tuple[str, datetime, bool], date | None] = {}
 
     @cached_property
     def _numbers(self) -> list[tuple[set[Decimal], tuple[int, int]]]:
@@ -105,64 +109,66 @@ class ValueFinder:
         return found
 
     @cached_property
-    def _date_phrases(self) -> list[tuple[int, int]]:
-        """Spans of the stretches dateparser reads as dates and that name one in words."""
-        if not DATE_WORDS.search(self.text):
-            return []
-        from dateparser.search import search_dates
+    def _words(self) -> list[tuple[int, int]]:
+        return [m.span() for m in WORD.finditer(self.text)]
 
-        settings = {"RELATIVE_BASE": BASES[0], "RETURN_AS_TIMEZONE_AWARE": False}
-        spans, cursor = [], 0
-        for phrase, _ in search_dates(self.text, settings=settings, languages=LANGUAGES) or []:
-            start = self.text.find(phrase, cursor)
-            if start >= 0 and DATE_WORDS.search(phrase):  # bare numbers are the regexes' job
-                spans.append((start, start + len(phrase)))
-                cursor = start + len(phrase)
-        return spans
+    def _runs(self, hit: int) -> list[tuple[int, int]]:
+        """Every run of up to MAX_WORDS words that holds word `hit`; without a reference date, only
+        runs with a digit (a day in words alone, "Friday", means a day only against a reference)."""
+        words, runs = self._words, []
+        for i in range(max(0, hit - MAX_WORDS + 1), hit + 1):
+            for j in range(hit, min(i + MAX_WORDS, len(words))):
+                span = (words[i][0], words[j][1])
+                if self.reference is not None or any(c.isdigit() for c in self.text[span[0] : span[1]]):
+                    runs.append(span)
+        return runs
 
     def _written(self, wanted: date) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-        """(absolute, relative) spans of written phrases meaning `wanted`, one per found stretch.
+        """(absolute, relative) spans of written phrases meaning `wanted`, one per date word.
 
-        dateparser glues neighbours onto a date ("last Friday, 30"; "on March 3rd 2020 by"), so every
-        run of up to MAX_WORDS words inside a found stretch is read on its own: the shortest run that
-        means the day absolutely, else the longest that means it against the reference date.
+        Each run of words around a month, weekday or relative word is read on its own (dateparser
+        alone glues neighbours onto a date: "last Friday, 30"; "on March 3rd 2020 by"): the shortest
+        run that means the day absolutely, else the longest that means it against the reference date.
         """
-        absolute: list[tuple[int, int]] = []
-        relative: list[tuple[int, int]] = []
-        for start, end in self._date_phrases:
-            words = [(start + m.start(), start + m.end()) for m in WORD.finditer(self.text[start:end])]
-            runs = [
-                (words[i][0], words[j][1])
-                for i in range(len(words))
-                for j in range(i, min(i + MAX_WORDS, len(words)))
-            ]
+        absolute: set[tuple[int, int]] = set()
+        relative: set[tuple[int, int]] = set()
+        for hit, (start, end) in enumerate(self._words):
+            if not DATE_WORD.fullmatch(self.text[start:end]):
+                continue
             meant: dict[str, list[tuple[int, int]]] = {"absolute": [], "relative": []}
-            for run in runs:
-                phrase = self.text[run[0] : run[1]]
-                kind = self._meaning(phrase, wanted) if DATE_WORDS.search(phrase) else None
+            for run in self._runs(hit):
+                kind = self._meaning(self.text[run[0] : run[1]], wanted)
                 if kind:
                     meant[kind].append(run)
             if meant["absolute"]:
-                absolute.append(min(meant["absolute"], key=lambda r: r[1] - r[0]))
+                absolute.add(min(meant["absolute"], key=lambda r: r[1] - r[0]))
             elif meant["relative"]:
-                relative.append(max(meant["relative"], key=lambda r: r[1] - r[0]))
-        return absolute, relative
+                relative.add(max(meant["relative"], key=lambda r: r[1] - r[0]))
+        return sorted(absolute), sorted(relative)
+
+    def _parse(self, phrase: str, base: datetime, past: bool = False) -> date | None:
+        key = (phrase, base, past)
+        if key not in self._parsed:
+            import dateparser
+
+            settings: dict = {"RELATIVE_BASE": base}
+            if past:
+                settings["PREFER_DATES_FROM"] = "past"
+            when = dateparser.parse(phrase, settings=settings, languages=LANGUAGES)
+            self._parsed[key] = when.date() if when else None
+        return self._parsed[key]
 
     def _meaning(self, phrase: str, wanted: date) -> str | None:
         """ "absolute" or "relative" if the phrase means `wanted` (relative: against the reference)."""
-        import dateparser
-
-        first, second = (dateparser.parse(phrase, settings={"RELATIVE_BASE": b}) for b in BASES)  # type: ignore[arg-type]
+        first, second = (self._parse(phrase, base) for base in BASES)
         if first is None:
             return None
-        if second is not None and first.date() == second.date():
-            return "absolute" if first.date() == wanted else None
+        if first == second:
+            return "absolute" if first == wanted else None
         if self.reference is None:
             return None
         base = datetime(self.reference.year, self.reference.month, self.reference.day, 12)
-        settings = {"RELATIVE_BASE": base, "PREFER_DATES_FROM": "past"}
-        when = dateparser.parse(phrase, settings=settings)  # type: ignore[arg-type]
-        return "relative" if when is not None and when.date() == wanted else None
+        return "relative" if self._parse(phrase, base, past=True) == wanted else None
 
     def number(self, value: float | int | str) -> ValueMatch | None:
         wanted = _as_decimal(value)
