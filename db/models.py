@@ -117,6 +117,7 @@ class Result(Base):
     retryable: Mapped[bool] = mapped_column(default=False)
     attempts: Mapped[int] = mapped_column(Integer, default=1)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+    evidence: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)  # tasks.grounding, per value
 
 
 class RetryEntry(Base):
@@ -154,6 +155,7 @@ class RunResult(Base):
     reasoning_finish: Mapped[str | None] = mapped_column(String(20))
     formatting_finish: Mapped[str | None] = mapped_column(String(20))
     attempts: Mapped[int] = mapped_column(Integer, default=1)
+    evidence: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

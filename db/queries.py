@@ -70,7 +70,7 @@ def run_summary(session: Session, run_id: int) -> RunSummary:
 def result_rows(
     session: Session, run_id: int | None = None, status: str | None = None
 ) -> list[dict[str, Any]]:
-    """Flat rows: record key, status, finish reasons, errors, then the extracted fields.
+    """Flat rows: record key, status, finish reasons, errors, the extracted fields and their evidence.
 
     With `run_id`: what that run produced (its history rows); without: every record's current result.
     """
@@ -106,6 +106,7 @@ def result_rows(
                 "errors": result.errors,
                 "nulled": result.nulled,
                 "data": result.data,
+                "evidence": result.evidence,
             }
         )
     return rows

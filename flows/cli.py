@@ -19,6 +19,7 @@ from rich.table import Table
 
 from flows.cli_common import DbOption, Status, database_in_environment, err, fail, out, resolve_db
 from flows.cli_queue import queue, requeue, retry
+from flows.cli_review import review
 from flows.prefect_env import apply_defaults, without_heartbeat
 
 apply_defaults()
@@ -184,5 +185,5 @@ def schemas(
     out.print(table)
 
 
-for command in (retry, queue, requeue):
+for command in (retry, queue, requeue, review):
     app.command()(command)

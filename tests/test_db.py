@@ -49,12 +49,12 @@ EXPECTED_COLUMNS = {
         "id": "int", "record_id": "int", "schema_name": "str(100)", "schema_version": "int", "run_id": "int",
         "text_hash": "str(64)", "schema_hash": "str(64)", "status": "str(10)", "data": "json?",
         "errors": "json", "nulled": "json", "reasoning_finish": "str(20)?", "formatting_finish": "str(20)?",
-        "retryable": "bool", "attempts": "int", "updated_at": "timestamptz",
+        "retryable": "bool", "attempts": "int", "updated_at": "timestamptz", "evidence": "json?",
     },
     "run_results": {
         "id": "int", "run_id": "int", "record_id": "int", "status": "str(10)", "data": "json?",
         "errors": "json", "nulled": "json", "reasoning_finish": "str(20)?", "formatting_finish": "str(20)?",
-        "attempts": "int", "created_at": "timestamptz",
+        "attempts": "int", "evidence": "json?", "created_at": "timestamptz",
     },
     "record_claims": {
         "id": "int", "record_id": "int", "schema_name": "str(100)", "schema_version": "int", "run_id": "int",

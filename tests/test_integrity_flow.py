@@ -87,8 +87,9 @@ def test_secrets_never_reach_errors_flow_parameters_or_the_wire_unasked(tmp_path
         assert fake.requests[-1]["headers"]["Authorization"] == "Bearer sk-test-0123456789"
     with pytest.raises(ValueError, match="must not carry a password"):
         batch_extract.fn("in.jsonl", "expense", db_url="postgresql://u:pw@db/x")
-    refused = subprocess.run(["bash", str(ROOT / "deploy/vllm/serve_gpu.sh"), "some/model"],
-                             env={**os.environ, "HOST": "0.0.0.0"}, capture_output=True, text=True)  # fmt: skip
+    script = str(ROOT / "deploy/vllm/serve_gpu.sh")
+    env = {**os.environ, "HOST": "0.0.0.0"}
+    refused = subprocess.run(["bash", script, "some/model"], env=env, capture_output=True, text=True)
     assert refused.returncode == 2 and "VLLM_API_KEY" in refused.stderr
 
 

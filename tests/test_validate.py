@@ -97,5 +97,5 @@ def test_semantic_checks_catch_what_no_grammar_can() -> None:
     assert any("is the schema's example" in e for e in copied.errors)
     genuine = verdict(contact, schema=CONTACT, source="Jane jane.doe@example.com +1 555 0100")
     assert genuine.status == "ok"
-    odd = verdict({**contact, "email": "jane@localhost", "phone": None}, schema=CONTACT, source="x")
+    odd = verdict({**contact, "email": "jane@localhost", "phone": None}, schema=CONTACT, source="Jane x")
     assert odd.status == "partial" and "does not look like an e-mail" in odd.errors[0]

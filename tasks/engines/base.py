@@ -51,6 +51,7 @@ class Completion:
     completion_tokens: int
     duration_s: float
     model: str
+    token_logprobs: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass

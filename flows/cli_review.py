@@ -1,0 +1,39 @@
+"""`formwork review`: write a run's results as one self-contained HTML page to check them at a glance."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from flows.cli_common import DbOption, err, fail, resolve_db
+
+
+def review(
+    out_file: Annotated[Path, typer.Option("--out", help="the HTML file to write")],
+    run: Annotated[int | None, typer.Option("--run", help="a run id (default: the latest run)")] = None,
+    status: Annotated[
+        list[str] | None, typer.Option("--status", help="ok, partial or failed; repeat for several")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Write the review page: texts with highlighted evidence, JSON, statuses, errors, notes."""
+    from db.queries import latest_run_id
+    from db.session import session_factory
+    from flows.review import STATUSES, load_review, render_review
+
+    unknown = sorted(set(status or []) - set(STATUSES))
+    if unknown:
+        fail(f"unknown status {', '.join(unknown)}: use {', '.join(STATUSES)}")
+    with session_factory(resolve_db(db))() as session:
+        run_id = run if run is not None else latest_run_id(session)
+        if run_id is None:
+            fail("no run in this database yet; start one with `formwork run`")
+        items = load_review(session, run_id, status)
+    title = f"formwork run {run_id}" + (f" ({', '.join(status)})" if status else "")
+    try:
+        out_file.write_text(render_review(items, title), encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write {out_file}: {exc}")
+    err.print(f"wrote {out_file}: {len(items)} records of run {run_id}")

@@ -1,0 +1,110 @@
+"""Confidence for chosen values: the probability the formatting pass gave each enum or boolean value.
+
+A span cannot back an enum value ("angry" is rarely written in an angry message), and a small model
+asked for an emotion answered the enum's first value for every input. What the model can tell us is how
+sure it was: the embedded engine records each output token's log-probability under the grammar-masked
+distribution (`Completion.token_logprobs`), so the probability of a chosen value among the values the
+grammar allowed is the product over the tokens that wrote it. Here the value's characters are located
+in the output JSON (a small position-tracking parse), the tokens that overlap them are summed in log
+space, and the result is one probability per field path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from typing import Any
+
+from tasks.engines.base import Completion
+from tasks.grounding import value_types
+
+_DECODER = json.JSONDecoder()
+_WHITESPACE = " \t\n\r"
+
+
+def _skip(text: str, at: int) -> int:
+    while at < len(text) and text[at] in _WHITESPACE:
+        at += 1
+    return at
+
+
+def value_spans(text: str) -> dict[str, tuple[int, int]]:
+    """The character span of every value in a JSON text, keyed by path (`items[2].name`)."""
+    spans: dict[str, tuple[int, int]] = {}
+
+    def parse(at: int, path: str) -> int:
+        at = _skip(text, at)
+        if text.startswith("{", at):
+            at = _skip(text, at + 1)
+            while not text.startswith("}", at):
+                key, at = _DECODER.raw_decode(text, at)
+                at = _skip(text, at)
+                at = parse(at + 1, f"{path}.{key}" if path else str(key))  # past the ':'
+                at = _skip(text, at)
+                if text.startswith(",", at):
+                    at = _skip(text, at + 1)
+            return at + 1
+        if text.startswith("[", at):
+            at, index = _skip(text, at + 1), 0
+            while not text.startswith("]", at):
+                at = _skip(text, parse(at, f"{path}[{index}]"))
+                index += 1
+                if text.startswith(",", at):
+                    at = _skip(text, at + 1)
+            return at + 1
+        _, end = _DECODER.raw_decode(text, at)
+        spans[path] = (at, end)
+        return end
+
+    try:
+        parse(0, "")
+    except (ValueError, IndexError):
+        return {}
+    return spans
+
+
+def _token_spans(pieces: tuple[tuple[str, float], ...]) -> Iterator[tuple[int, int, float]]:
+    at = 0
+    for piece, logprob in pieces:
+        yield at, at + len(piece), logprob
+        at += len(piece)
+
+
+def chosen_paths(body: dict[str, Any], data: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """(path, schema node) of the enum and boolean values in `data`: values a model chooses, not copies."""
+    if isinstance(data, dict):
+        for key, node in (body.get("properties") or {}).items():
+            yield from chosen_paths(node, data.get(key), f"{path}.{key}" if path else key)
+    elif isinstance(data, list) and isinstance(body.get("items"), dict):
+        for i, element in enumerate(data):
+            yield from chosen_paths(body["items"], element, f"{path}[{i}]")
+    elif data is not None and ("enum" in body or value_types(body) == {"boolean"}):
+        yield path, body
+
+
+def field_confidences(body: dict[str, Any], data: Any, completion: Completion) -> dict[str, float]:
+    """Per enum/boolean path, the probability of the chosen value; {} when the engine gave no logprobs.
+
+    The tokens must spell the output text exactly; if they do not (an engine that post-processed its
+    text), no confidence is claimed rather than a wrong one.
+    """
+    pieces = completion.token_logprobs
+    if not pieces or "".join(p for p, _ in pieces) != completion.text:
+        return {}
+    spans = value_spans(completion.text)
+    tokens = list(_token_spans(pieces))
+    confidences = {}
+    for path, _ in chosen_paths(body, data):
+        if path not in spans:
+            continue
+        start, end = spans[path]
+        total = sum(lp for s, e, lp in tokens if s < end and e > start)
+        confidences[path] = math.exp(total)
+    return confidences
+
+
+def min_confidence(node: dict[str, Any], default: float = 0.0) -> float:
+    """The field's `x-min-confidence`, else the run's setting; 0 means the check is off."""
+    bound = node.get("x-min-confidence", default)
+    return float(bound) if isinstance(bound, int | float) and not isinstance(bound, bool) else default

@@ -1,0 +1,321 @@
+"""Evidence for every extracted value: where the SOURCE text backs it, or that it does not.
+
+A grammar guarantees syntax, never truth: a small model writes totals and dates that are on no receipt,
+or copies the example from the schema's description. The one check every value can get is whether the
+record's own text backs it, so each non-null value is looked up in the source text only (never in the
+reasoning notes, never in the schema) under a rule taken from the field's `x-grounding` annotation:
+
+- `quote` (default for free strings): the value is a span of the text, exactly, or after folding case,
+  whitespace and punctuation (Unicode-aware, so CJK and other scripts work), or digit for digit for a
+  phone number, or else a RapidFuzz alignment above `FUZZY_THRESHOLD` (fast on long texts, unlike
+  difflib aligners);
+- `value` (default for numbers and `format: date` strings): the number or date in any written form
+  (see `tasks.grounding_values`);
+- `none` (default for enums, booleans and fields derived by design): no span needed.
+
+Arrays and objects are walked; evidence is keyed by path (`items[2].name`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Literal
+
+from tasks.grounding_values import ValueFinder
+
+Rule = Literal["quote", "value", "none"]
+Kind = Literal["exact", "normalised", "fuzzy", "derived", "none"]
+RULES: tuple[Rule, ...] = ("quote", "value", "none")
+FUZZY_THRESHOLD = 90.0  # RapidFuzz ratio (0-100) of the value against the aligned, word-extended span
+FUZZY_MIN_CHARS = 4  # shorter values must match exactly or normalised: fuzzy hits on them are noise
+MAX_SPANS = 8
+PHONE = re.compile(r"^\+?[\d\s().\-/]+$")
+PHONE_IN_TEXT = re.compile(r"\+?\d[\d\s().\-/]*\d")
+ISO_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+NUMERIC = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the source says about one value: how it matched, where, and whether that backs it."""
+
+    path: str
+    value: Any
+    rule: Rule
+    kind: Kind
+    spans: tuple[tuple[int, int], ...] = ()
+    quote: str = ""
+    score: float = 0.0
+    grounded: bool = False
+    confidence: float | None = None  # enums and booleans: the formatting pass's probability
+
+    def as_row(self) -> dict[str, Any]:
+        """The JSON stored in `results.evidence`, one dict per value."""
+        row = {
+            "path": self.path, "value": self.value, "rule": self.rule, "kind": self.kind,
+            "spans": [list(s) for s in self.spans], "quote": self.quote, "score": round(self.score, 1),
+            "grounded": self.grounded,
+        }  # fmt: skip
+        if self.confidence is not None:
+            row["confidence"] = round(self.confidence, 4)
+        return row
+
+
+def value_types(node: dict[str, Any]) -> set[str]:
+    declared = node.get("type")
+    if isinstance(declared, str):
+        return {declared} - {"null"}
+    if isinstance(declared, list):
+        return set(declared) - {"null"}
+    names = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object", list: "array"}
+    values = [*node.get("enum", []), *([node["const"]] if "const" in node else [])]
+    return {names[type(v)] for v in values if type(v) in names}
+
+
+def default_rule(node: dict[str, Any]) -> Rule:
+    """The rule a field gets without an annotation: chosen values need none, written ones a span."""
+    types = value_types(node)
+    if "enum" in node or "const" in node or types <= {"boolean"} or types & {"object", "array"}:
+        return "none"
+    if types & {"number", "integer"} or node.get("format") in ("date", "date-time"):
+        return "value"
+    return "quote"
+
+
+def rule_for(node: dict[str, Any], inherited: Rule | None = None) -> Rule:
+    declared = node.get("x-grounding")
+    if declared in RULES:
+        return declared
+    return inherited or default_rule(node)
+
+
+def grounding_problems(body: dict[str, Any]) -> list[str]:
+    """Lint the `x-grounding` and `x-min-confidence` annotations of a schema; one message per problem."""
+    problems: list[str] = []
+
+    def visit(node: Any, path: str) -> None:
+        if not isinstance(node, dict):
+            return
+        types, declared = value_types(node), node.get("x-grounding")
+        where = path or "(root)"
+        if declared is not None and declared not in RULES:
+            problems.append(f"{where}: x-grounding must be one of quote, value, none (got {declared!r})")
+        elif declared in ("quote", "value"):
+            if types & {"object", "array"}:
+                problems.append(f"{where}: x-grounding {declared} on an object or array; only none fits")
+            elif types <= {"boolean"}:
+                problems.append(
+                    f"{where}: x-grounding {declared} on a boolean; a boolean is chosen: use none"
+                )
+            elif declared == "value" and "enum" in node:
+                problems.append(
+                    f"{where}: x-grounding value on an enum; use none, or quote to find the label"
+                )
+            elif declared == "quote" and types & {"number", "integer"}:
+                problems.append(f"{where}: x-grounding quote on a number; use value (any written form)")
+        if "x-min-confidence" in node:
+            bound = node["x-min-confidence"]
+            if isinstance(bound, bool) or not isinstance(bound, int | float) or not 0 <= bound <= 1:
+                problems.append(f"{where}: x-min-confidence must be a number from 0 to 1 (got {bound!r})")
+            elif "enum" not in node and types != {"boolean"}:
+                problems.append(f"{where}: x-min-confidence applies to enum and boolean fields only")
+        for key, child in (node.get("properties") or {}).items():
+            visit(child, f"{path}.{key}" if path else key)
+        if isinstance(node.get("items"), dict):
+            visit(node["items"], f"{path}[]")
+
+    visit(body, "")
+    return problems
+
+
+def _spaced_script(ch: str) -> bool:
+    """False for scripts written without spaces between words (CJK, kana, hangul, Thai...)."""
+    code = ord(ch)
+    return not (0x0E00 <= code <= 0x0EFF or 0x1000 <= code <= 0x109F or 0x1780 <= code <= 0x17FF
+                or code >= 0x2E80)  # fmt: skip
+
+
+def _fold_char(ch: str) -> str:
+    """Latin, Greek and Cyrillic lose their accents ("José" is "jose"); other scripts keep every mark
+    (a kana's voicing mark changes the sound, a Hangul syllable stays whole)."""
+    if ord(ch) < 0x0530:
+        return "".join(
+            c for c in unicodedata.normalize("NFKD", ch) if not unicodedata.combining(c)
+        ).casefold()
+    return unicodedata.normalize("NFKC", ch).casefold()
+
+
+def _fold(text: str) -> tuple[str, list[int]]:
+    """NFKC, case-folded text with punctuation and whitespace runs as one space; where each char came from."""
+    chars: list[str] = []
+    where: list[int] = []
+    gap = False
+    for i, ch in enumerate(text):
+        if ch.isascii():
+            if ch.isalnum() or ch in "$%&+=@#*<>^|~`":
+                if gap and chars:
+                    chars.append(" ")
+                    where.append(i)
+                chars.append(ch.lower())
+                where.append(i)
+                gap = False
+            else:
+                gap = True
+            continue
+        if unicodedata.category(ch)[0] in "PZC":
+            gap = True
+            continue
+        if gap and chars:
+            chars.append(" ")
+            where.append(i)
+        gap = False
+        for folded in _fold_char(ch):
+            chars.append(folded)
+            where.append(i)
+    return "".join(chars), where
+
+
+def _bounded(text: str, start: int, end: int) -> bool:
+    """A match must not cut a word of a spaced script in two ("Al" is not in "Also")."""
+
+    def joined(a: str, b: str) -> bool:
+        return a.isalnum() and b.isalnum() and _spaced_script(a) and _spaced_script(b)
+
+    return not (start > 0 and joined(text[start - 1], text[start])) and not (
+        end < len(text) and joined(text[end - 1], text[end])
+    )
+
+
+class Source:
+    """One record's text, prepared once (folded, numbers and dates read) for all its values."""
+
+    def __init__(self, text: str, reference: date | None = None):
+        self.text = text
+        self.folded, self.where = _fold(text)
+        self.values = ValueFinder(text, reference)
+
+    def _unfold(self, start: int, end: int) -> tuple[int, int]:
+        return self.where[start], self.where[end - 1] + 1
+
+    def _occurrences(self, haystack: str, needle: str) -> list[tuple[int, int]]:
+        spans = []
+        start = haystack.find(needle)
+        while start >= 0 and len(spans) < MAX_SPANS:
+            if _bounded(haystack, start, start + len(needle)):
+                spans.append((start, start + len(needle)))
+            start = haystack.find(needle, start + 1)
+        return spans
+
+    def quote(self, value: str) -> tuple[Kind, tuple[tuple[int, int], ...], float]:
+        """Find a string: exact, normalised, phone digits, then fuzzy; ("none", (), best score) if absent."""
+        exact = self._occurrences(self.text, value)
+        if exact:
+            return "exact", tuple(exact), 100.0
+        digits = re.sub(r"\D", "", value)
+        if PHONE.match(value) and len(digits) >= 5:
+            spans = self._phone(digits)
+            return ("normalised", spans, 100.0) if spans else ("none", (), 0.0)
+        folded, _ = _fold(value)
+        if not folded:
+            return "none", (), 0.0
+        normalised = self._occurrences(self.folded, folded)
+        if normalised:
+            return "normalised", tuple(self._unfold(s, e) for s, e in normalised), 100.0
+        return self._fuzzy(folded)
+
+    def _phone(self, digits: str) -> tuple[tuple[int, int], ...]:
+        """Phone numbers compare digits; a text number may carry a country code the value dropped."""
+        spans = []
+        for match in PHONE_IN_TEXT.finditer(self.text):
+            found = re.sub(r"\D", "", match.group())
+            if found == digits or (len(digits) >= 7 and found.endswith(digits)):
+                spans.append(match.span())
+        return tuple(spans[:MAX_SPANS])
+
+    def _whole_words(self, start: int, end: int) -> tuple[int, int]:
+        """Widen a span of the folded text to whole words of spaced scripts, without edge spaces."""
+        text = self.folded
+        start, end = max(start, 0), min(end, len(text))
+        while start > 0 and not _bounded(text, start, len(text)):
+            start -= 1
+        while end < len(text) and not _bounded(text, 0, end):
+            end += 1
+        while start < end and text[start] == " ":
+            start += 1
+        while end > start and text[end - 1] == " ":
+            end -= 1
+        return start, end
+
+    def _fuzzy(self, folded: str) -> tuple[Kind, tuple[tuple[int, int], ...], float]:
+        from rapidfuzz import fuzz
+
+        if len(folded) < FUZZY_MIN_CHARS:
+            return "none", (), 0.0
+        aligned = fuzz.partial_ratio_alignment(folded, self.folded)
+        if aligned is None:
+            return "none", (), 0.0
+        start, end = self._whole_words(aligned.dest_start, aligned.dest_end)
+        score = fuzz.ratio(folded, self.folded[start:end])
+        for wider in (self._whole_words(start - 2, end), self._whole_words(start, end + 2)):
+            wider_score = fuzz.ratio(folded, self.folded[wider[0] : wider[1]])
+            if wider_score > score:  # the alignment may leave out a short word at an edge ("O'Brien")
+                (start, end), score = wider, wider_score
+        if score < FUZZY_THRESHOLD:
+            return "none", (), score
+        return "fuzzy", (self._unfold(start, end),), score
+
+
+def _value_match(source: Source, node: dict[str, Any], value: Any) -> tuple[bool, Any]:
+    """(is this a number or date?, its match or None) under the `value` rule."""
+    if not isinstance(value, str):
+        return True, source.values.number(value)
+    if node.get("format") in ("date", "date-time") or ISO_LIKE.match(value):
+        return True, source.values.date(value)
+    if NUMERIC.fullmatch(value.strip()):
+        return True, source.values.number(value.strip())
+    return False, None  # a plain string under `value`: quoted like any other
+
+
+def _check(source: Source, node: dict[str, Any], value: Any, path: str, rule: Rule) -> Evidence:
+    if rule == "none":
+        return Evidence(path, value, rule, "none", grounded=True, score=100.0)
+    if rule == "value":
+        is_value, match = _value_match(source, node, value)
+        if match is not None:
+            quote = source.text[match.spans[0][0] : match.spans[0][1]]
+            return Evidence(path, value, rule, match.kind, match.spans[:MAX_SPANS], quote, 100.0, True)
+        if is_value:
+            return Evidence(path, value, rule, "none")
+    kind, spans, score = source.quote(str(value))
+    if kind == "none":
+        return Evidence(path, value, rule, "none", score=score)
+    return Evidence(path, value, rule, kind, spans, source.text[spans[0][0] : spans[0][1]], score, True)
+
+
+def ground(
+    body: dict[str, Any], data: Any, text: str, reference: date | None = None, source: Source | None = None
+) -> list[Evidence]:
+    """Evidence for every non-null value of `data` (validated against `body`), from `text` alone."""
+    source = source or Source(text, reference)
+    found: list[Evidence] = []
+
+    def walk(node: dict[str, Any], value: Any, path: str, inherited: Rule | None) -> None:
+        if value is None:
+            return
+        rule = rule_for(node, inherited)
+        passed: Rule | None = "none" if node.get("x-grounding") == "none" else inherited
+        if isinstance(value, dict):
+            for key, child in (node.get("properties") or {}).items():
+                walk(child, value.get(key), f"{path}.{key}" if path else key, passed)
+        elif isinstance(value, list):
+            item = node.get("items") if isinstance(node.get("items"), dict) else {}
+            for i, element in enumerate(value):
+                walk(item, element, f"{path}[{i}]", passed)
+        else:
+            found.append(_check(source, node, value, path, rule))
+
+    walk(body, data, "", None)
+    return found

@@ -1,0 +1,199 @@
+"""Find a number or a date in a text however it is written: the `value` rule of grounding.
+
+A model asked for an amount writes `1234.5`; the text says "1.234,50 EUR". A model asked for a date
+writes `2020-03-03`; the text says "March 3rd 2020", "3/3/20" or "2020年3月3日". Both are backed by
+the text, so both must be found, with the span where they are written. Numbers are read from every
+digit run with its possible separator conventions (a `,` or `.` followed by three digits may group
+thousands or mark decimals; both readings are kept). Dates are read by a regex for numeric forms
+(either day/month order when the text is ambiguous) and by `dateparser` for written ones (runs of
+words around a month, weekday or relative word); an expression whose meaning depends on the day it
+was written ("yesterday", "last Friday", "March 3") backs a value only against the record's
+reference date, and then as `derived`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from functools import cached_property
+from typing import Literal
+
+# A digit run with optional grouping/decimal separators: 1,234.50 | 1.234,50 | 1'234 | 1234,5 | 1 234 (nbsp).
+NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,'\u00a0\u202f]\d+)*")
+YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})\s*日?(?!\d)")
+AB_Y = re.compile(r"(?<!\d)(\d{1,2})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{4}|\d{2})(?!\d)")
+ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
+# dateparser is asked only about stretches that hold a word it could read as a date.
+# A written date names a month, a weekday or a relative day; dateparser reads the few words around it.
+DATE_WORD = re.compile(
+    r"(?i)(?:jan|feb|mar|apr|may|jun|jul|aug|sept?|oct|nov|dec|january|february|march|april|june|july|"
+    r"august|september|october|november|december|mon|tues?|wed|thu|thurs?|fri|sat|sun|monday|tuesday|"
+    r"wednesday|thursday|friday|saturday|sunday|yesterday|today|tomorrow|ago|last|next)\.?"
+)
+WORD = re.compile(r"\w+(?:[./-]\w+)*")
+MAX_WORDS = 5
+LANGUAGES = ["en"]  # written month and day names; numeric and CJK forms need no language
+# Two bases far apart: an expression that parses to different days against them is relative.
+BASES = (datetime(2001, 6, 15, 12), datetime(2011, 2, 10, 12))
+
+Kind = Literal["exact", "normalised", "derived"]
+
+
+@dataclass(frozen=True)
+class ValueMatch:
+    kind: Kind
+    spans: tuple[tuple[int, int], ...]
+
+
+def _readings(token: str) -> set[Decimal]:
+    """Every number a written digit run can mean, e.g. "1,234" -> {1234, 1.234}."""
+    parts = re.split(r"([.,'\u00a0\u202f])", token)
+    digits, separators = parts[::2], parts[1::2]
+    readings = {Decimal("".join(digits))}
+    if separators and separators[-1] in ".," and separators[-1] not in separators[:-1]:
+        readings.add(Decimal("".join(digits[:-1]) + "." + digits[-1]))
+    return readings
+
+
+def _as_decimal(value: float | int | str) -> Decimal | None:
+    try:
+        return abs(Decimal(str(value)))
+    except InvalidOperation:
+        return None
+
+
+def _iso_date(value: str) -> date | None:
+    match = ISO_DATE.match(value)
+    if not match:
+        return None
+    try:
+        return date(*(int(g) for g in match.groups()))
+    except ValueError:
+        return None
+
+
+def _safe_date(year: int, month: int, day: int) -> date | None:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+class ValueFinder:
+    """The numbers and dates of one source text, read once and matched against many values."""
+
+    def __init__(self, text: str, reference: date | None = None):
+        self.text = text
+        self.reference = reference
+        self._parsed: dict[tuple[str, datetime, bool], date | None] = {}
+
+    @cached_property
+    def _numbers(self) -> list[tuple[set[Decimal], tuple[int, int]]]:
+        return [(_readings(m.group()), m.span()) for m in NUMBER.finditer(self.text)]
+
+    @cached_property
+    def _numeric_dates(self) -> list[tuple[set[date], tuple[int, int]]]:
+        found = []
+        for m in YMD.finditer(self.text):
+            day = _safe_date(*(int(g) for g in m.groups()))
+            if day:
+                found.append(({day}, m.span()))
+        for m in AB_Y.finditer(self.text):
+            a, b, y = (int(g) for g in m.groups())
+            years = [y] if len(m.group(3)) == 4 else [2000 + y, 1900 + y]
+            days = {d for year in years for d in (_safe_date(year, b, a), _safe_date(year, a, b)) if d}
+            if days:
+                found.append((days, m.span()))
+        return found
+
+    @cached_property
+    def _words(self) -> list[tuple[int, int]]:
+        return [m.span() for m in WORD.finditer(self.text)]
+
+    def _runs(self, hit: int) -> list[tuple[int, int]]:
+        """Every run of up to MAX_WORDS words that holds word `hit`; without a reference date, only
+        runs with a digit (a day in words alone, "Friday", means a day only against a reference)."""
+        words, runs = self._words, []
+        for i in range(max(0, hit - MAX_WORDS + 1), hit + 1):
+            for j in range(hit, min(i + MAX_WORDS, len(words))):
+                span = (words[i][0], words[j][1])
+                if self.reference is not None or any(c.isdigit() for c in self.text[span[0] : span[1]]):
+                    runs.append(span)
+        return runs
+
+    def _written(self, wanted: date) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """(absolute, relative) spans of written phrases meaning `wanted`, one per date word.
+
+        Each run of words around a month, weekday or relative word is read on its own (dateparser
+        alone glues neighbours onto a date: "last Friday, 30"; "on March 3rd 2020 by"): the shortest
+        run that means the day absolutely, else the longest that means it against the reference date.
+        """
+        absolute: set[tuple[int, int]] = set()
+        relative: set[tuple[int, int]] = set()
+        for hit, (start, end) in enumerate(self._words):
+            if not DATE_WORD.fullmatch(self.text[start:end]):
+                continue
+            meant: dict[str, list[tuple[int, int]]] = {"absolute": [], "relative": []}
+            for run in self._runs(hit):
+                kind = self._meaning(self.text[run[0] : run[1]], wanted)
+                if kind:
+                    meant[kind].append(run)
+            if meant["absolute"]:
+                absolute.add(min(meant["absolute"], key=lambda r: r[1] - r[0]))
+            elif meant["relative"]:
+                relative.add(max(meant["relative"], key=lambda r: r[1] - r[0]))
+        return sorted(absolute), sorted(relative)
+
+    def _parse(self, phrase: str, base: datetime, past: bool = False) -> date | None:
+        key = (phrase, base, past)
+        if key not in self._parsed:
+            import dateparser
+
+            settings: dict = {"RELATIVE_BASE": base}
+            if past:
+                settings["PREFER_DATES_FROM"] = "past"
+            when = dateparser.parse(phrase, settings=settings, languages=LANGUAGES)
+            self._parsed[key] = when.date() if when else None
+        return self._parsed[key]
+
+    def _meaning(self, phrase: str, wanted: date) -> str | None:
+        """ "absolute" or "relative" if the phrase means `wanted` (relative: against the reference)."""
+        first, second = (self._parse(phrase, base) for base in BASES)
+        if first is None:
+            return None
+        if first == second:
+            return "absolute" if first == wanted else None
+        if self.reference is None:
+            return None
+        base = datetime(self.reference.year, self.reference.month, self.reference.day, 12)
+        return "relative" if self._parse(phrase, base, past=True) == wanted else None
+
+    def number(self, value: float | int | str) -> ValueMatch | None:
+        wanted = _as_decimal(value)
+        if wanted is None:
+            return None
+        spans = tuple(span for readings, span in self._numbers if wanted in readings)
+        if not spans:
+            return None
+        exact = all(self.text[s:e] == str(value) for s, e in spans[:1])
+        return ValueMatch("exact" if exact else "normalised", spans)
+
+    def date(self, value: str) -> ValueMatch | None:
+        wanted = _iso_date(value)
+        if wanted is None:
+            return None
+        iso = wanted.isoformat()
+        exact = tuple((m.start(), m.end()) for m in re.finditer(re.escape(iso), self.text))
+        if exact:
+            return ValueMatch("exact", exact)
+        spans = tuple(span for days, span in self._numeric_dates if wanted in days)
+        if spans:
+            return ValueMatch("normalised", spans)
+        absolute, relative = self._written(wanted)
+        if absolute:
+            return ValueMatch("normalised", tuple(absolute))
+        if relative:
+            return ValueMatch("derived", tuple(relative))
+        return None

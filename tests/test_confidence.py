@@ -1,0 +1,98 @@
+"""Enum and boolean confidence from the formatting pass's token logprobs, on hand-made Completions."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+
+from schemas.registry import load_schema
+from tasks.confidence import field_confidences, value_spans
+from tasks.engines.base import Completion
+from tasks.validate import judge
+
+CHAT = load_schema("chat_tag")
+TEXT = "Tom: I lost my keys again, great."
+
+
+def tokens(*pieces: tuple[str, float]) -> Completion:
+    text = "".join(p for p, _ in pieces)
+    return Completion(text, "stop", 10, len(pieces), 0.1, "test", tuple(pieces))
+
+
+# The pieces a tokenizer might cut: the value "sad" written by two tokens, each with its masked logprob.
+CHAT_TOKENS = (
+    ('{"speaker": "', 0.0), ("Tom", -0.1), ('", "emotion": "', 0.0), ("s", math.log(0.5)),
+    ("ad", math.log(0.8)), ('", "reply": ', 0.0), ("null", -0.05), ("}", 0.0),
+)  # fmt: skip
+
+
+def test_value_spans_locate_every_value_by_path() -> None:
+    text = '{"a": 1, "b": [{"c": "x"}, {"c": null}], "d": {"e": true}}'
+    spans = value_spans(text)
+    assert {path: text[s:e] for path, (s, e) in spans.items()} == {
+        "a": "1", "b[0].c": '"x"', "b[1].c": "null", "d.e": "true",
+    }  # fmt: skip
+    assert value_spans('{"a": ') == {}
+
+
+def test_the_probability_of_a_value_is_the_product_over_its_tokens() -> None:
+    completion = tokens(*CHAT_TOKENS)
+    data = json.loads(completion.text)
+    confidences = field_confidences(CHAT.body, data, completion)
+    # The span '"sad"' overlaps the token ending in its opening quote (logprob 0), "s" and "ad",
+    # and the token that starts with its closing quote (logprob 0).
+    assert confidences == {"emotion": pytest.approx(0.4)}  # speaker is a free string, reply null
+
+
+def test_booleans_and_nested_enums_get_a_confidence() -> None:
+    body = {
+        "type": "object",
+        "properties": {
+            "paid": {"type": "boolean"},
+            "lines": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"kind": {"enum": ["a", "b"]}}},
+            },
+        },
+    }
+    completion = tokens(('{"paid":', 0.0), ("true", math.log(0.9)), (',"lines":[{"kind":"', 0.0),
+                        ("b", math.log(0.3)), ('"}]}', 0.0))  # fmt: skip
+    confidences = field_confidences(body, json.loads(completion.text), completion)
+    assert confidences == {"paid": pytest.approx(0.9), "lines[0].kind": pytest.approx(0.3)}
+
+
+def test_no_confidence_is_claimed_without_logprobs_or_when_tokens_do_not_spell_the_text() -> None:
+    plain = Completion('{"emotion": "sad"}', "stop", 1, 1, 0.1, "test")
+    assert field_confidences(CHAT.body, {"emotion": "sad"}, plain) == {}
+    mismatched = dataclasses.replace(tokens(*CHAT_TOKENS), text='{"speaker": "Tom", "emotion": "sad"}')
+    assert field_confidences(CHAT.body, {"emotion": "sad"}, mismatched) == {}
+
+
+def notes() -> Completion:
+    return Completion("notes", "stop", 1, 1, 0.1, "test")
+
+
+def test_a_value_below_the_run_threshold_is_a_field_failure() -> None:
+    completion = tokens(*CHAT_TOKENS)
+    assert judge(CHAT, TEXT, notes(), completion).status == "ok"  # threshold 0: off
+    assert judge(CHAT, TEXT, notes(), completion, min_confidence=0.3).status == "ok"
+    guessed = judge(CHAT, TEXT, notes(), completion, min_confidence=0.6)
+    assert guessed.status == "failed"  # emotion is critical in chat_tag
+    assert guessed.feedback == [
+        'emotion "sad" was a guess (probability 0.40, below 0.60); choose the value the text supports'
+    ]
+    row = next(e for e in guessed.evidence if e["path"] == "emotion")
+    assert row["confidence"] == pytest.approx(0.4) and row["kind"] == "none"
+
+
+def test_the_schema_annotation_overrides_the_setting() -> None:
+    body = json.loads(json.dumps(CHAT.body))
+    body["properties"]["emotion"]["x-min-confidence"] = 0.5
+    body["properties"]["emotion"].pop("x-critical")
+    strict = dataclasses.replace(CHAT, body=body)
+    verdict = judge(strict, TEXT, notes(), tokens(*CHAT_TOKENS), min_confidence=0.0)
+    assert verdict.status == "partial" and verdict.nulled == ["emotion"]
+    assert verdict.data == {"speaker": "Tom", "emotion": None, "reply": None}
