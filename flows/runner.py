@@ -72,6 +72,7 @@ def new_context(
         reasoning_repetition_penalty=settings.reasoning_repetition_penalty,
         format_max_tokens=settings.format_max_tokens,
         max_attempts=settings.max_attempts,
+        min_confidence=settings.min_confidence,
     )
     queue = QueuePolicy(include_partial=settings.queue_partial, max_attempts=settings.queue_max_attempts)
     return RunContext(

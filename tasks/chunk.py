@@ -109,8 +109,9 @@ def process_chunk(context: RunContext, record_ids: list[int]) -> list[str]:
                 outcome = _input_problem(row.id, row.problem)
             else:
                 outcome = extract_record(
-                    row.id, row.text, context.schema, context.reasoner, context.formatter, context.options
-                )
+                    row.id, row.text, context.schema, context.reasoner, context.formatter, context.options,
+                    row.meta,
+                )  # fmt: skip
         except Exception as exc:  # an unmapped fault fails this record, never the night's batch
             logger.exception("record %s: unexpected error", row.id)
             outcome = Outcome(row.id, Verdict("failed", None, [f"internal error: {exc!r}"]), attempts=0)

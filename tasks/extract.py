@@ -16,7 +16,7 @@ is logged as a `CallLog` and becomes a row.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from schemas.budget import format_budget
 from schemas.registry import Schema
@@ -39,6 +39,7 @@ class ExtractOptions:
     reasoning_repetition_penalty: float = 1.3
     format_max_tokens: int | None = None  # None: sized from the schema
     max_attempts: int = 3
+    min_confidence: float = 0.0  # enum/boolean values chosen with less probability fail (0: off)
 
 
 @dataclass
@@ -110,9 +111,18 @@ class _Caller:
 
 
 def extract_record(
-    record_id: int, text: str, schema: Schema, reasoner: Engine, formatter: Engine, options: ExtractOptions
+    record_id: int,
+    text: str,
+    schema: Schema,
+    reasoner: Engine,
+    formatter: Engine,
+    options: ExtractOptions,
+    meta: dict[str, Any] | None = None,
 ) -> Outcome:
-    """Run both passes on one record, retrying as the failure asks, and return the best verdict."""
+    """Run both passes on one record, retrying as the failure asks, and return the best verdict.
+
+    `meta` is the record's meta; its `reference_date` lets relative dates count as grounded.
+    """
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     call = _Caller(outcome)
     reasoning_budget = options.reasoning_max_tokens
@@ -136,7 +146,7 @@ def extract_record(
                 reasoning_budget = min(2 * reasoning_budget, BUDGET_CAP, cap)
             messages = formatting_messages(schema, text, notes.text, feedback)
             shaped = call(formatter, "formatting", messages, Sampling(format_budget_now), schema.body)
-            verdict = judge(schema, text, notes, shaped)
+            verdict = judge(schema, text, notes, shaped, meta=meta, min_confidence=options.min_confidence)
             if RANK[verdict.status] >= RANK[outcome.verdict.status]:
                 outcome.verdict = verdict
                 outcome.reasoning_finish = notes.finish_reason

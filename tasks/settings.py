@@ -56,6 +56,9 @@ class Settings(BaseSettings):
     )
     format_max_tokens: int | None = Field(None, ge=1, description="default: sized from the schema")
     max_attempts: int = Field(3, ge=1, description="formatting attempts per record inside a run")
+    min_confidence: float = Field(
+        0.0, ge=0.0, le=1.0, description="enum/boolean values chosen with less probability fail (0: off)"
+    )
     queue_partial: bool = Field(False, description="also queue partial results for reprocessing")
     queue_max_attempts: int = Field(5, ge=1, description="reprocessing tries before an entry is dead")
     claim_timeout_s: float = Field(1800, gt=0, description="a claim older than this is put back")

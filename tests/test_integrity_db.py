@@ -114,6 +114,18 @@ def test_a_runs_results_stay_what_it_produced_after_reprocessing(any_db_url: str
         assert [r["status"] for r in result_rows(session)] == ["ok"]  # the current answer
 
 
+def test_the_run_summary_counts_ungrounded_values_and_nulled_fields(any_db_url: str) -> None:
+    with session_factory(any_db_url)() as session:
+        ids = _records(session, ["Taxi 20 EUR", "Lunch 12 USD"])
+        run = start_run(session, EXPENSE, **RUN)
+        partial = _outcome(ids[0], "partial", data={"who": None})
+        partial.verdict.nulled = ["who"]
+        partial.verdict.evidence = [{"path": "who", "grounded": False}, {"path": "amount", "grounded": True}]
+        save_outcomes(session, run, EXPENSE, [partial, _outcome(ids[1], "ok")], QueuePolicy())
+        summary = run_summary(session, run)
+        assert (summary.ungrounded, summary.nulled, summary.statuses) == (1, 1, {"partial": 1, "ok": 1})
+
+
 def test_a_run_whose_heartbeat_stopped_is_marked_crashed(any_db_url: str) -> None:
     with session_factory(any_db_url)() as session:
         dead, alive = start_run(session, EXPENSE, **RUN), start_run(session, EXPENSE, **RUN)
