@@ -13,23 +13,39 @@ is refused here (put it in FORMWORK_DB_URL or formwork.toml on the worker instea
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 
 from prefect import flow, get_run_logger
+from sqlalchemy.orm import Session
 
 from db.queries import RunSummary
 from db.session import session_factory
 from db.store import check_schema_body, records_without_result, store_records
-from flows.runner import checked_engines, new_context, run_chunks
-from schemas.registry import load_checked_schema
+from flows.runner import checked_engines, chunked, new_context, run_chunks
+from schemas.registry import Schema, load_checked_schema
 from tasks.redact import has_password
 from tasks.settings import Settings
-from tasks.sources import read_records
+from tasks.sources import InputRecord, read_records
 
 # pydantic warns that a parameter named `schema` shadows a BaseModel attribute of Prefect's parameter
 # model; the name is the flow's public API and the shadowing is harmless there.
 warnings.filterwarnings("ignore", message='Field name "schema"', category=UserWarning)
+
+
+def _stored_pending(
+    sessions: Callable[[], Session], label: str, records: Iterable[InputRecord], schema: Schema, size: int
+) -> Iterator[int]:
+    """Store the input a chunk at a time, yielding the ids still without a result as they are stored.
+
+    Extraction starts once the first chunk is stored, not once the whole input is: the first model
+    call of a 10,000-record run waited for every record to be written.
+    """
+    for batch in chunked(records, size):
+        with sessions() as session:
+            ids = store_records(session, label, batch)
+            yield from records_without_result(session, ids, schema)
 
 
 def source_label(source: str) -> str:
@@ -56,10 +72,9 @@ def batch_extract(
         label = source_label(source)
         with sessions() as session:
             check_schema_body(session, chosen)
-            record_ids = store_records(session, label, islice(records, limit))
-            pending = records_without_result(session, record_ids, chosen)
         context = new_context(sessions, settings, chosen, engines, flow="batch_extract", source=label)
-        get_run_logger().info(
-            "run %s: %d records, %d new for %s", context.run_id, len(record_ids), len(pending), chosen.label
+        get_run_logger().info("run %s: %s from %s", context.run_id, chosen.label, label)
+        size = chunk_size or settings.chunk_size
+        return run_chunks(
+            context, chunked(_stored_pending(sessions, label, islice(records, limit), chosen, size), size)
         )
-        return run_chunks(context, pending, chunk_size or settings.chunk_size)

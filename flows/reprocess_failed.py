@@ -23,7 +23,7 @@ from prefect import flow, get_run_logger
 from db.queries import RunSummary
 from db.queue import Claim, claim_due, record_failure, release_stale
 from db.session import session_factory
-from flows.runner import checked_engines, new_context, run_chunks
+from flows.runner import checked_engines, chunked, new_context, run_chunks
 from schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
 from tasks.redact import has_password
 from tasks.settings import Settings
@@ -77,7 +77,7 @@ def reprocess_failed(
                 sessions, settings, schema, engines, flow="reprocess_failed", source=schema.source,
                 worker=worker,
             )  # fmt: skip
-            summaries.append(run_chunks(context, [c.record_id for c in group], settings.chunk_size))
+            summaries.append(run_chunks(context, chunked((c.record_id for c in group), settings.chunk_size)))
     return summaries
 
 

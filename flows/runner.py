@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import timedelta
+from itertools import islice
+from typing import TypeVar
 
 from prefect import get_run_logger
 from sqlalchemy.orm import Session
@@ -112,13 +117,38 @@ def beating(context: RunContext) -> Iterator[None]:
         thread.join()
 
 
-def run_chunks(context: RunContext, record_ids: Sequence[int], chunk_size: int) -> RunSummary:
-    """Process the records chunk by chunk, close the run (finished or crashed), return its summary."""
+T = TypeVar("T")
+CHUNKS_AHEAD = 2  # chunks whose records wait in the shared pool while the oldest one drains
+
+
+def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Lists of `size` items (the last may be shorter), read lazily (itertools.batched is 3.12+)."""
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk
+
+
+def run_chunks(context: RunContext, chunks: Iterable[list[int]]) -> RunSummary:
+    """Process the chunks with no barrier between them, close the run (finished or crashed), summarise.
+
+    Every chunk's records go to one pool shared by the run, sized to what the engines allow in flight,
+    and the next chunks are submitted before the oldest one drains: the engines never wait for a
+    chunk's slowest record (a GPU server sat mostly idle behind that barrier). Each chunk still claims
+    its records first and stores its outcomes in one transaction. `chunks` may be a generator that
+    stores the input as it goes, so the first model call does not wait for the whole input.
+    """
     state = "crashed"
+    in_flight = min(context.reasoner.max_concurrency, context.formatter.max_concurrency)
     try:
-        with beating(context):
-            for start in range(0, len(record_ids), chunk_size):
-                process_chunk(context, list(record_ids[start : start + chunk_size]))
+        with beating(context), ThreadPoolExecutor(in_flight, thread_name_prefix="formwork-record") as pool:
+            shared = replace(context, pool=pool)
+            waiting: deque = deque()
+            for record_ids in chunks:
+                waiting.append(process_chunk.submit(shared, record_ids))
+                while len(waiting) > CHUNKS_AHEAD:
+                    waiting.popleft().result()
+            while waiting:
+                waiting.popleft().result()
         state = "finished"
     finally:
         with context.sessions() as session:

@@ -2,8 +2,9 @@
 
 One task per chunk, never per record: Prefect's ephemeral server records only ~12–21 task runs a
 second here and stalls past that, so record outcomes live in Formwork's tables, not in Prefect states.
-Inside a chunk, records run concurrently up to what the engines allow (the embedded engine's slots,
-or the configured number of requests in flight for a server).
+Records run concurrently up to what the engines allow (the embedded engine's slots, or the configured
+number of requests in flight for a server), in a pool the run's chunks share (flows.runner), so no
+chunk waits for another to drain.
 
 Which retries Prefect makes: only a chunk that failed BEFORE any model call (the database could not
 be reached to claim or read its records, `ChunkNotStarted`). Everything after the first model call is
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -54,6 +55,7 @@ class RunContext:
     claim_timeout: timedelta = timedelta(minutes=30)
     worker: str | None = None  # reprocessing: the retry-queue claims' holder
     redo: bool = False  # reprocessing: process records even if they already have a result
+    pool: Executor | None = None  # the run's record pool, shared by its chunks (flows.runner)
 
 
 class ChunkNotStarted(RuntimeError):
@@ -118,8 +120,11 @@ def process_chunk(context: RunContext, record_ids: list[int]) -> list[str]:
         record_done(outcome.verdict.status)
         return outcome
 
-    workers = min(context.reasoner.max_concurrency, context.formatter.max_concurrency)
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="formwork-record") as pool:
-        outcomes = list(pool.map(one, rows))
+    if context.pool is not None:
+        outcomes = list(context.pool.map(one, rows))
+    else:
+        workers = min(context.reasoner.max_concurrency, context.formatter.max_concurrency)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="formwork-record") as pool:
+            outcomes = list(pool.map(one, rows))
     save_chunk(context.sessions, context.run_id, context.schema, outcomes, context.queue)
     return [o.verdict.status for o in outcomes]
