@@ -18,12 +18,13 @@ from schemas.walk import Node, pointer_part, types_of
 # Keywords XGrammar 0.2.9 enforces (tests/test_probe.py samples each and finds no violation).
 ENFORCED = {"type", "properties", "required", "additionalProperties", "enum", "const", "items",
             "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "minimum",
-            "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf"}  # fmt: skip
+            "maximum", "exclusiveMinimum", "exclusiveMaximum", "anyOf"}  # fmt: skip
 # Keywords the grammar drops or cannot express; jsonschema checks them on every output.
 CHECKED_AFTER = {"uniqueItems", "not", "if", "then", "else", "minProperties", "maxProperties",
                  "patternProperties", "dependentRequired", "dependentSchemas", "dependencies",
                  "propertyNames", "contains", "minContains", "maxContains", "unevaluatedItems",
-                 "unevaluatedProperties", "additionalItems", "oneOf"}  # fmt: skip
+                 "unevaluatedProperties", "additionalItems", "oneOf",
+                 "multipleOf"}  # fmt: skip
 # Formats whose strings have a fixed length: the grammar keeps them (shape enforced, the date's
 # existence checked after). Other formats are decoded as bounded strings and checked after decoding:
 # XGrammar ignores maxLength beside `format`, and SmolLM2 once wrote 1,024 tokens of one e-mail.
@@ -47,7 +48,7 @@ def show(pointer: str) -> str:
     return f"#{pointer}" if pointer else "# (root)"
 
 
-NUMBER_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf")
+NUMBER_KEYS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 ANNOTATION_KEYS = {"description", "title", "x-critical", "examples", "default", "$comment"}
 INFERRED = {"object": ("properties", "required", "additionalProperties", "minProperties", "maxProperties"),
             "array": ("items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains"),

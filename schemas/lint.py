@@ -29,7 +29,9 @@ def lint_schema(body: dict[str, Any]) -> list[str]:
     for pointer, node in walk(report.checked):
         for key, child in (node.get("properties") or {}).items():
             if isinstance(child, dict) and not child.get("description"):
-                problems.append(f"#{pointer}/properties/{key}: add a description (the field guide the model reads)")
+                problems.append(
+                    f"#{pointer}/properties/{key}: add a description (the field guide the model reads)"
+                )
     return problems
 
 
