@@ -57,5 +57,7 @@ def test_what_the_probe_catches_is_always_reported_as_checked_after() -> None:
     report = normalise(body)
     result = probe(report.grammar, report.checked, samples=48)
     assert result.violated  # the grammar body does let invalid documents through...
-    for keyword in result.violated:  # ...and each such keyword is reported as checked after
+    # XGrammar 0.2.9 lets raw control characters into strings (not JSON to a strict parser): a grammar
+    # defect, not a keyword, so the probe counts it apart as "(not JSON)".
+    for keyword in set(result.violated) - {"(not JSON)"}:  # each keyword let through: checked after
         assert any(keyword in line for line in report.checked_after), (keyword, report.checked_after)
