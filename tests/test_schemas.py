@@ -12,8 +12,8 @@ from schemas.lint import grammar_compile_error, lint_schema
 from schemas.registry import SchemaProblem, builtin_names, load_schema
 
 
-def test_four_builtin_schemas_are_versioned_and_have_critical_fields() -> None:
-    assert builtin_names() == ["chat_tag", "contact", "expense", "shopping_list"]
+def test_builtin_schemas_are_versioned_and_have_critical_fields() -> None:
+    assert builtin_names() == ["chat_tag", "contact", "expense", "receipt", "shopping_list"]
     for name in builtin_names():
         schema = load_schema(name)
         assert schema.version >= 1
