@@ -22,6 +22,7 @@ import copy
 from jsonschema import validators
 
 from schemas.grammar_body import CHECKED_AFTER, ENFORCED, GrammarBuilder, Normalised, show
+from schemas.paths import accepts_null
 from schemas.refs import RefProblem, inline_refs
 from schemas.walk import Node, map_subschemas, types_of
 
@@ -37,7 +38,7 @@ class NormaliseProblem(ValueError):
 
 
 def _nullable(node: Node) -> Node:
-    if "null" in types_of(node) or node == {}:
+    if accepts_null(node):
         return node
     if isinstance(node.get("type"), str | list) and not {"enum", "const", "anyOf", "oneOf", "allOf"} & set(
         node
