@@ -8,6 +8,7 @@ body, which jsonschema applies to every output, and is listed as "checked after,
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -55,6 +56,7 @@ INFERRED = {"object": ("properties", "required", "additionalProperties", "minPro
             "string": ("maxLength", "minLength", "pattern", "format"),
             "number": NUMBER_KEYS}  # fmt: skip
 ANY_VALUE = ["string", "number", "boolean", "null"]
+LOOKAROUND = re.compile(r"\(\?<?[=!]|\\[1-9]")  # XGrammar drops lookarounds and backreferences
 
 
 class Clash(ValueError):
@@ -62,23 +64,44 @@ class Clash(ValueError):
 
 
 def merge(base: Node, extra: Node) -> Node:
-    """One node meaning `base` and `extra` together, for the keywords the grammar reads; raise Clash."""
+    """One node meaning `base` and `extra` together, for the keywords the grammar reads; raise Clash.
+
+    Keywords the grammar does not read keep `base`'s value: the checked body still holds both parts.
+    """
     merged = dict(base)
     for key, value in extra.items():
-        if key not in merged or merged[key] == value or key in ANNOTATION_KEYS:
+        if (
+            key not in merged
+            or merged[key] == value
+            or key not in ENFORCED - {"additionalProperties"} | {"format"}
+        ):
             merged.setdefault(key, value)
         elif key == "type":
             both = types_of({"type": merged["type"]}) & types_of({"type": value})
             if not both:
                 raise Clash(f"type {merged['type']!r} against {value!r}")
             merged["type"] = sorted(both)
+        elif key == "enum" and isinstance(value, list):
+            merged["enum"] = [v for v in merged["enum"] if v in value]
+            if not merged["enum"]:
+                raise Clash(f"enum {base['enum']!r} against {value!r}")
+        elif key in ("minimum", "exclusiveMinimum", "minLength", "minItems"):
+            merged[key] = max(merged[key], value)
+        elif key in ("maximum", "exclusiveMaximum", "maxLength", "maxItems"):
+            merged[key] = min(merged[key], value)
         elif key == "required":
             merged["required"] = [*merged["required"], *(k for k in value if k not in merged["required"])]
         elif key == "properties" and isinstance(value, dict):
             props = dict(merged["properties"])
             for name, child in value.items():
-                props[name] = merge(props[name], child) if isinstance(props.get(name), dict) else child
+                old = props.get(name)
+                both_schemas = isinstance(old, dict) and isinstance(child, dict)
+                props[name] = (
+                    merge(old, child) if both_schemas else (False if False in (old, child) else child)
+                )
             merged["properties"] = props
+        elif key == "items" and isinstance(value, dict) and isinstance(merged["items"], dict):
+            merged["items"] = merge(merged["items"], value)
         else:
             raise Clash(f"{key} {merged[key]!r} against {value!r}")
     return merged
@@ -174,6 +197,8 @@ class GrammarBuilder:
         if isinstance(pattern, str) and "format" not in grammar:
             if _pattern_compiles(pattern):
                 grammar["pattern"] = pattern
+                if LOOKAROUND.search(pattern):
+                    self.after(pointer, "pattern's lookaround (the grammar ignores it)")
             else:
                 self.after(pointer, f"pattern {pattern!r} (the grammar cannot read this regex)")
         elif pattern is not None:

@@ -4,8 +4,9 @@ Users arrive with schemas from APIs, other tools and Pydantic. The enum-first ru
 present, optional means null, bounded strings and arrays, only keys the schema names) keep decoding
 safe, so what can be made safe automatically is, and every change is reported with its JSON pointer:
 
-- `checked`: the user's constraints, `$ref`s inlined, each optional property made required and
-  nullable (missing means null), a root that is not an object wrapped as `{"value": ...}`. jsonschema
+- `checked`: the user's constraints, `$ref`s inlined, each optional property made nullable (the
+  grammar makes it required: missing means null; keeping `required` as written here means a
+  normalised schema never contradicts itself, e.g. a key an `allOf` sibling forbids), a root that is not an object wrapped as `{"value": ...}`. jsonschema
   validates every output against it, so no constraint of the user's is lost.
 - `grammar`: what XGrammar decodes: only keywords it enforces (measured with schemas/probe.py),
   `additionalProperties: false`, a bound on every free string and array, `allOf` merged, `oneOf`
@@ -40,15 +41,16 @@ class NormaliseProblem(ValueError):
 def _nullable(node: Node) -> Node:
     if accepts_null(node):
         return node
-    if isinstance(node.get("type"), str | list) and not {"enum", "const", "anyOf", "oneOf", "allOf"} & set(
-        node
-    ):
+    if {"const", "anyOf", "oneOf", "allOf"} & node.keys() or not {"type", "enum"} & node.keys():
+        annotations = {k: node[k] for k in ("description", "title", "x-critical") if k in node}
+        return {**annotations, "anyOf": [node, {"type": "null"}]}
+    nullable = dict(node)
+    if isinstance(node.get("type"), str | list):
         declared = node["type"] if isinstance(node["type"], list) else [node["type"]]
-        return {**node, "type": [*declared, "null"]}
-    if isinstance(node.get("enum"), list) and not {"const", "anyOf", "oneOf", "allOf"} & set(node):
-        return {**node, "enum": [*node["enum"], None]}
-    annotations = {k: node[k] for k in ("description", "title", "x-critical") if k in node}
-    return {**annotations, "anyOf": [node, {"type": "null"}]}
+        nullable["type"] = [*declared, "null"]
+    if isinstance(node.get("enum"), list):
+        nullable["enum"] = [*node["enum"], None]
+    return nullable
 
 
 def _is_object(node: Node) -> bool:
@@ -72,7 +74,6 @@ def make_checked(body: Node, report: Normalised) -> Node:
                     k: _nullable(v if isinstance(v, dict) else {}) if k in optional else v
                     for k, v in properties.items()
                 }
-                node["required"] = [*required, *optional]
         return node
 
     checked = visit(body, "")

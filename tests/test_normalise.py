@@ -25,7 +25,7 @@ NAME = {"type": "string", "maxLength": 20}
 
 def test_an_optional_property_becomes_required_and_nullable() -> None:
     report = normalise({"type": "object", "properties": {"a": NAME, "b": NAME}, "required": ["a"]})
-    assert report.checked["required"] == ["a", "b"]
+    assert report.grammar["required"] == ["a", "b"] and report.checked["required"] == ["a"]
     assert report.checked["properties"]["b"]["type"] == ["string", "null"]
     assert report.grammar["additionalProperties"] is False
     assert any("optional ['b'] made required and nullable" in c for c in report.changed)

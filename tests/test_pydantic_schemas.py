@@ -22,7 +22,7 @@ def test_the_model_loads_with_nested_optional_and_enum_fields() -> None:
     assert props["merchant"]["description"] == "Who was paid"
     line = props["items"]["items"]["properties"]
     assert line["description"]["maxLength"] == 40 and line["amount"]["anyOf"][1] == {"type": "null"}
-    assert set(schema.checked_body["required"]) == set(props)  # missing means null
+    assert set(schema.grammar_body["required"]) == set(props)  # missing means null
     assert {
         "currency",
         "kind",
