@@ -25,8 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from schemas.probe import _compiler, probe  # noqa: E402
-from schemas.registry import SchemaProblem, load_schema  # noqa: E402
+from schemas.probe import _compiler, probe
+from schemas.registry import SchemaProblem, load_schema
 
 
 def collect(root: Path, cfn_every: int) -> list[Path]:

@@ -5,9 +5,10 @@ present, optional means null, bounded strings and arrays, only keys the schema n
 safe, so what can be made safe automatically is, and every change is reported with its JSON pointer:
 
 - `checked`: the user's constraints, `$ref`s inlined, each optional property made nullable (the
-  grammar makes it required: missing means null; keeping `required` as written here means a
-  normalised schema never contradicts itself, e.g. a key an `allOf` sibling forbids), a root that is not an object wrapped as `{"value": ...}`. jsonschema
-  validates every output against it, so no constraint of the user's is lost.
+  grammar makes it required: missing means null; `required` stays as written here, so a normalised
+  schema never contradicts itself, e.g. on a key an `allOf` sibling forbids), a root that is not an
+  object wrapped as `{"value": ...}`. jsonschema validates every output against it, so no
+  constraint of the user's is lost.
 - `grammar`: what XGrammar decodes: only keywords it enforces (measured with schemas/probe.py),
   `additionalProperties: false`, a bound on every free string and array, `allOf` merged, `oneOf`
   as `anyOf`. A keyword the grammar lets through is listed as "checked after, not enforced".
@@ -58,7 +59,7 @@ def _is_object(node: Node) -> bool:
 
 
 def make_checked(body: Node, report: Normalised) -> Node:
-    """The user's constraints with optional properties nullable and required, and the root an object."""
+    """The user's constraints with optional properties nullable, and the root an object."""
 
     def visit(node: Node, pointer: str) -> Node:
         node = map_subschemas(node, visit, pointer)
