@@ -19,7 +19,7 @@ from rich.table import Table
 
 from flows.cli_common import DbOption, Status, database_in_environment, err, fail, out, resolve_db
 from flows.cli_queue import queue, requeue, retry
-from flows.cli_review import review
+from flows.cli_schemas import schemas
 from flows.prefect_env import apply_defaults, without_heartbeat
 
 apply_defaults()
@@ -158,34 +158,5 @@ def _print_results(rows: list[dict], run_id: int | None) -> None:
     out.print(table)
 
 
-@app.command()
-def schemas(
-    files: Annotated[list[Path] | None, typer.Argument(help="schema files to lint and compile")] = None,
-) -> None:
-    """List the built-in schemas, or lint and compile-check your own schema files."""
-    from schemas.registry import SchemaProblem, builtin_names, load_checked_schema, load_schema
-
-    if files:
-        broken = 0
-        for file in files:
-            problem = None
-            try:
-                load_checked_schema(file)
-            except SchemaProblem as exc:
-                problem = str(exc)
-            broken += bool(problem)
-            err.print(f"[red]✗[/] {problem}" if problem else f"[green]✓[/] {file}: ok")
-        raise typer.Exit(1 if broken else 0)
-    table = Table(title="built-in schemas")
-    for column in ("name", "version", "fields", "critical"):
-        table.add_column(column)
-    for name in builtin_names():
-        schema = load_schema(name)
-        table.add_row(
-            name, str(schema.version), ", ".join(schema.properties), ", ".join(sorted(schema.critical_fields))
-        )
-    out.print(table)
-
-
-for command in (retry, queue, requeue, review):
+for command in (schemas, retry, queue, requeue):
     app.command()(command)

@@ -14,9 +14,17 @@ from typing import Any
 NUMBER_BYTES = 24  # -1.2345678901234567e+308 fits
 UNBOUNDED_STRING_BYTES = 256  # `format` strings (dates, e-mails) with no maxLength
 MAX_BUDGET = 1024  # a ceiling that fits small contexts; a `length` stop is retried with more
+# Bounds the normaliser gives a free string or array that has none: one such string at its worst
+# (4 bytes a character) fills the ceiling, and 20 items is what a message lists in practice.
+FREE_STRING_CHARS = MAX_BUDGET // 4
+FREE_ARRAY_ITEMS = 20
 
 
-def _node_bytes(node: dict[str, Any]) -> int:
+def _node_bytes(node: dict[str, Any] | bool) -> int:
+    if not isinstance(node, dict):
+        return 4
+    if isinstance(node.get("anyOf"), list):
+        return max([_node_bytes(branch) for branch in node["anyOf"]] or [4])
     if "enum" in node or "const" in node:
         values = node.get("enum", [node.get("const")])
         return max(len(json.dumps(v, ensure_ascii=False).encode()) for v in values)
@@ -30,8 +38,9 @@ def _node_bytes(node: dict[str, Any]) -> int:
     if "boolean" in types:
         sizes.append(5)
     if "array" in types:
+        fixed = [_node_bytes(item) + 1 for item in node.get("prefixItems", [])]
         item = _node_bytes(node.get("items", {}))
-        sizes.append(2 + node.get("maxItems", 0) * (item + 1))
+        sizes.append(2 + sum(fixed) + max(node.get("maxItems", 0) - len(fixed), 0) * (item + 1))
     if "object" in types:
         sizes.append(
             2 + sum(len(key) + 4 + _node_bytes(child) for key, child in node.get("properties", {}).items())

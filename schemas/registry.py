@@ -1,9 +1,13 @@
-"""Find a schema by built-in name or by file, and describe it: name, version, critical fields.
+"""Find a schema by built-in name, by file or as a Pydantic model, and describe it.
 
-A schema is a JSON Schema (Draft 2020-12) with three Formwork annotations: `title` (its name),
-`x-version` (an integer bumped on every change, so results stay tied to the schema that made them) and
-`x-critical: true` on fields whose failure fails the whole record. A schema that cannot be loaded stops
-the run before any record is touched, with a message that says what to fix.
+A schema is a JSON Schema (any draft jsonschema knows; 2020-12 when `$schema` says none) with optional
+Formwork annotations: `title` (its name; the file's name otherwise), `x-version` (an integer bumped on
+every change; without it the version is a hash of the canonical body, so each body is its own version
+and results stay tied to the schema that made them) and `x-critical: true` on fields whose failure
+fails the whole record (a field that cannot be null is critical too: it cannot be nulled). The body
+as written is kept for the digest; schemas/normalise.py derives what the grammar decodes
+(`grammar_body`) and what jsonschema checks after (`checked_body`). A schema that cannot be loaded
+stops the run before any record is touched, with a message that says what to fix.
 """
 
 from __future__ import annotations
@@ -15,10 +19,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from jsonschema import Draft202012Validator
+from jsonschema import validators
 from jsonschema.exceptions import SchemaError
+from jsonschema.protocols import Validator
 
-from schemas.lint import grammar_compile_error, lint_schema
+from schemas.lint import grammar_compile_error
+from schemas.normalise import Normalised, NormaliseProblem, normalise
+from schemas.walk import types_of
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 
@@ -35,18 +42,37 @@ class Schema:
     version: int
     body: dict[str, Any]
     source: str
+    hashed_version: bool = False  # True when the body had no x-version: the label shows the hash
+
+    @cached_property
+    def normalised(self) -> Normalised:
+        """The two derived bodies and the report of what was changed and what is checked after."""
+        return normalise(self.body)
+
+    @property
+    def grammar_body(self) -> dict[str, Any]:
+        """What the formatting pass decodes under: only enforced keywords, every value bounded."""
+        return self.normalised.grammar
+
+    @property
+    def checked_body(self) -> dict[str, Any]:
+        """What every output is validated against: the user's constraints, refs inlined, nullable."""
+        return self.normalised.checked
 
     @property
     def properties(self) -> dict[str, dict[str, Any]]:
-        return self.body.get("properties", {})
+        return self.checked_body.get("properties", {})
 
     @cached_property
     def critical_fields(self) -> frozenset[str]:
-        return frozenset(k for k, v in self.properties.items() if v.get("x-critical"))
+        return frozenset(
+            k for k, v in self.properties.items() if v.get("x-critical") or "null" not in _accepts(v)
+        )
 
     @cached_property
-    def validator(self) -> Draft202012Validator:
-        return Draft202012Validator(self.body, format_checker=Draft202012Validator.FORMAT_CHECKER)
+    def validator(self) -> Validator:
+        cls = validators.validator_for(self.body)
+        return cls(self.checked_body, format_checker=cls.FORMAT_CHECKER)
 
     @cached_property
     def digest(self) -> str:
@@ -56,54 +82,76 @@ class Schema:
 
     @property
     def label(self) -> str:
-        return f"{self.name}@v{self.version}"
+        return f"{self.name}@{self.digest[:7]}" if self.hashed_version else f"{self.name}@v{self.version}"
+
+
+def _accepts(node: dict[str, Any]) -> set[str]:
+    """The JSON types a checked node accepts, looking through anyOf/oneOf (all types if it says none)."""
+    branches = node.get("anyOf") or node.get("oneOf")
+    if isinstance(branches, list):
+        return set().union(*(_accepts(b) for b in branches if isinstance(b, dict)))
+    return types_of(node) or {"null", "string", "number", "integer", "boolean", "array", "object"}
 
 
 def builtin_names() -> list[str]:
     return sorted(p.stem for p in BUILTIN_DIR.glob("*.json"))
 
 
-def load_schema(name_or_path: str | Path) -> Schema:
-    """Load a built-in schema by name, or a user's schema from a .json file; raise SchemaProblem."""
+def load_schema(name_or_path: str | Path, strict: bool = False) -> Schema:
+    """Load a built-in by name, a .json file, or a Pydantic model (`package.module:Model`).
+
+    `strict` refuses any schema the normaliser would have to change. Raise SchemaProblem.
+    """
+    from schemas.pydantic_source import is_model_spec, model_schema
+
     path = Path(name_or_path)
     if path.suffix != ".json" and (BUILTIN_DIR / f"{name_or_path}.json").exists():
         path = BUILTIN_DIR / f"{name_or_path}.json"
+    elif not path.exists() and is_model_spec(str(name_or_path)):
+        return schema_from_body(model_schema(str(name_or_path)), str(name_or_path), strict=strict)
     elif not path.exists():
         raise SchemaProblem(
-            f"unknown schema {str(name_or_path)!r}: not a built-in ({', '.join(builtin_names())}) "
-            "and no such file"
+            f"unknown schema {str(name_or_path)!r}: not a built-in ({', '.join(builtin_names())}), "
+            "no such file, and not a Pydantic model (package.module:Model)"
         )
     try:
         body = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SchemaProblem(f"schema file {path} is not readable JSON: {exc}") from exc
-    return schema_from_body(body, source=str(path))
+    if isinstance(body, dict) and not body.get("title"):
+        body = {**body, "title": path.stem}
+    return schema_from_body(body, source=str(path), strict=strict)
 
 
-def schema_from_body(body: Any, source: str) -> Schema:
-    """Check a schema document's shape and Formwork annotations, then lint it (enum-first rules)."""
+def schema_from_body(body: Any, source: str, strict: bool = False) -> Schema:
+    """Check a schema document's shape and Formwork annotations, then normalise it (or refuse it)."""
     if not isinstance(body, dict):
         raise SchemaProblem(f"{source}: a schema must be a JSON object")
     try:
-        Draft202012Validator.check_schema(body)
+        validators.validator_for(body).check_schema(body)
     except SchemaError as exc:
         raise SchemaProblem(f"{source}: not a valid JSON Schema: {exc.message}") from exc
     name, version = body.get("title"), body.get("x-version")
     if not isinstance(name, str) or not name:
         raise SchemaProblem(f'{source}: add a "title" (the schema\'s name)')
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise SchemaProblem(f'{source}: add "x-version": 1 (an integer, bumped on every change)')
-    problems = lint_schema(body)
-    if problems:
+    if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 1):
+        raise SchemaProblem(f'{source}: "x-version" must be an integer >= 1 (or leave it out)')
+    try:
+        normalised = normalise(body, strict=strict)
+    except NormaliseProblem as exc:
         raise SchemaProblem(
-            f"{source}: schema {name!r} breaks the enum-first rules:\n  " + "\n  ".join(problems)
-        )
-    return Schema(name=name, version=version, body=body, source=source)
+            f"{source}: schema {name!r} cannot be decoded safely:\n  " + "\n  ".join(exc.reasons)
+        ) from exc
+    schema = Schema(name=name, version=version or 0, body=body, source=source, hashed_version=version is None)
+    schema.__dict__["normalised"] = normalised  # computed once here; cached_property reads it
+    if version is None:
+        object.__setattr__(schema, "version", int(schema.digest[:7], 16))
+    return schema
 
 
-def load_checked_schema(name_or_path: str | Path) -> Schema:
-    """`load_schema`, then compile it with XGrammar as the engines will; raise SchemaProblem if it fails."""
-    return _compiled(load_schema(name_or_path))
+def load_checked_schema(name_or_path: str | Path, strict: bool = False) -> Schema:
+    """`load_schema`, then compile its grammar body with XGrammar as the engines will; raise SchemaProblem."""
+    return _compiled(load_schema(name_or_path, strict=strict))
 
 
 def load_checked_body(body: Any, source: str) -> Schema:
@@ -112,7 +160,7 @@ def load_checked_body(body: Any, source: str) -> Schema:
 
 
 def _compiled(schema: Schema) -> Schema:
-    problem = grammar_compile_error(schema.body)
+    problem = grammar_compile_error(schema.grammar_body)
     if problem:
         raise SchemaProblem(f"{schema.source}: {problem}")
     return schema

@@ -126,7 +126,7 @@ def extract_record(
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     call = _Caller(outcome)
     reasoning_budget = options.reasoning_max_tokens
-    format_budget_now = options.format_max_tokens or format_budget(schema.body)
+    format_budget_now = options.format_max_tokens or format_budget(schema.grammar_body)
     notes: Completion
     feedback: list[str] = []
     redo_reasoning, cut = True, False
@@ -145,7 +145,7 @@ def extract_record(
                 notes = call(reasoner, "reasoning", reasoning_messages(schema, text), sampling)
                 reasoning_budget = min(2 * reasoning_budget, BUDGET_CAP, cap)
             messages = formatting_messages(schema, text, notes.text, feedback)
-            shaped = call(formatter, "formatting", messages, Sampling(format_budget_now), schema.body)
+            shaped = call(formatter, "formatting", messages, Sampling(format_budget_now), schema.grammar_body)
             verdict = judge(schema, text, notes, shaped, meta=meta, min_confidence=options.min_confidence)
             if RANK[verdict.status] >= RANK[outcome.verdict.status]:
                 outcome.verdict = verdict

@@ -34,11 +34,31 @@ def _describe(node: dict[str, Any]) -> str:
     return text
 
 
+def _nested(node: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The fields one level down: an object's own, or the elements' of an array of objects."""
+    for branch in [node, *(b for b in node.get("anyOf", []) if isinstance(b, dict))]:
+        if isinstance(branch.get("items"), dict) and branch["items"].get("properties"):
+            return "[].", branch["items"]["properties"]
+        if branch.get("properties"):
+            return ".", branch["properties"]
+    return "", {}
+
+
+def _guide_lines(properties: dict[str, Any], prefix: str, depth: int) -> list[str]:
+    lines = []
+    for key, node in properties.items():
+        node = node if isinstance(node, dict) else {}
+        lines.append(f"{'  ' * depth}- {prefix}{key} ({_describe(node)}): {node.get('description', '')}")
+        joint, children = _nested(node)
+        if children and depth < 3:
+            lines += _guide_lines(children, f"{prefix}{key}{joint}", depth + 1)
+    return lines
+
+
 def field_guide(schema: Schema) -> str:
-    """One line per field: its name, what values it takes, and what it means."""
-    lines = [schema.body.get("description", "")]
-    for key, node in schema.properties.items():
-        lines.append(f"- {key} ({_describe(node)}): {node.get('description', '')}")
+    """One line per field: its name, what values it takes, and what it means; nested fields indented
+    under their parent with their path (`items[].amount`), so lists of entities are explained too."""
+    lines = [schema.checked_body.get("description", ""), *_guide_lines(schema.properties, "", 0)]
     return "\n".join(line for line in lines if line)
 
 

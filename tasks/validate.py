@@ -7,28 +7,29 @@ grammar (a date that exists, a value copied from the schema's own examples).
 - ok: valid JSON, every field passes and is backed by the source text (`tasks.grounding`) or, for an
   enum or boolean under an `x-min-confidence` bound, was chosen with enough probability
   (`tasks.confidence`), and both passes stopped with `stop`;
-- partial: only non-critical fields failed; they are set to null and listed;
+- partial: only non-critical fields failed; each is set to null where it stands (a path such as
+  `items[2].amount`, or the nearest ancestor that may be null) and listed;
 - failed: a critical field failed, the root is wrong, a pass stopped at `length` (or aborted), or no
   JSON came back.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any, Literal
 
+from schemas.paths import Path, null_target, path_text, semantic_errors, set_null
 from schemas.registry import Schema
 from tasks.confidence import chosen_paths, field_confidences, min_confidence
 from tasks.engines.base import Completion
 from tasks.grounding import Evidence, ground
 
 Status = Literal["ok", "partial", "failed"]
-ROOT = "(root)"
-EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
-TOP = re.compile(r"[^.\[]+")
+PATH_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
 
 
 @dataclass
@@ -43,26 +44,27 @@ class Verdict:
     evidence: list[dict[str, Any]] = field(default_factory=list)  # `Evidence.as_row()` per value
 
 
-def _semantic_errors(schema: Schema, data: dict[str, Any], source: str) -> list[tuple[str, str]]:
-    """Checks no grammar can make: plausible e-mails, and no values copied from the examples."""
-    errors = []
-    for key, node in schema.properties.items():
-        value = data.get(key)
-        if node.get("x-format") == "email" and isinstance(value, str) and not EMAIL.match(value):
-            errors.append((key, f"{key}: {value!r} does not look like an e-mail address"))
-        if value is not None and value in node.get("examples", []) and str(value) not in source:
-            errors.append((key, f"{key}: {value!r} is the schema's example, not found in the text"))
-    return errors
+def _field_errors(schema: Schema, data: Any, source: str) -> list[tuple[Path, str]]:
+    """jsonschema on the checked body, then the semantic checks, each error with its path."""
+    errors = [
+        (tuple(error.absolute_path), f"{path_text(tuple(error.absolute_path))}: {error.message}")
+        for error in schema.validator.iter_errors(data)
+    ]
+    return errors + semantic_errors(schema.checked_body, data, source)
 
 
-def _schema_errors(schema: Schema, data: Any) -> list[tuple[str, str]]:
-    errors = []
-    for error in schema.validator.iter_errors(data):
-        path = list(error.absolute_path)
-        top = str(path[0]) if path else ROOT
-        where = ".".join(str(p) for p in path) or ROOT
-        errors.append((top, f"{where}: {error.message}"))
-    return errors
+def _nulled(schema: Schema, data: dict[str, Any], errors: list[tuple[Path, str]]) -> tuple[Any, list[str]]:
+    """`data` with each failed path (or its nearest nullable ancestor) set to null, and those paths;
+    (None, []) when one cannot be nulled (a critical or non-nullable node, or the root)."""
+    targets = {null_target(schema.checked_body, path) for path, _ in errors}
+    if None in targets or () in targets:
+        return None, []
+    fixed, nulled = copy.deepcopy(data), []
+    for target in sorted(targets, key=len):  # type: ignore[arg-type]
+        if all(target[:n] not in targets for n in range(1, len(target))):  # an ancestor nulled: moot
+            set_null(fixed, target)  # type: ignore[arg-type]
+            nulled.append(path_text(target))  # type: ignore[arg-type]
+    return fixed, sorted(nulled)
 
 
 def reference_date(meta: dict[str, Any] | None) -> date | None:
@@ -96,27 +98,36 @@ def _ungrounded(schema: Schema, proof: Evidence) -> str:
     return f"{proof.path} {shown} does not appear in the text; {advice}"
 
 
+def parse_path(text: str) -> Path:
+    """`items[2].amount` as `("items", 2, "amount")`: evidence paths meet validation's paths."""
+    return tuple(int(index) if index else key for index, key in PATH_PART.findall(text))
+
+
 def _evidence_errors(
     schema: Schema, data: dict[str, Any], source: str, formatting: Completion, meta: dict[str, Any] | None,
-    bound: float, skip: set[str],
-) -> tuple[list[Evidence], list[tuple[str, str]]]:  # fmt: skip
-    """Ground every value in the source and weigh every chosen value; the failures are field errors."""
-    evidence = ground(schema.body, data, source, reference_date(meta))
-    confidences = field_confidences(schema.body, data, formatting)
+    bound: float, failing: set[Path],
+) -> tuple[list[Evidence], list[tuple[Path, str]]]:  # fmt: skip
+    """Ground every value in the source and weigh every chosen value; the failures are field errors.
+
+    A value inside a path that already failed validation is not judged again."""
+    evidence = ground(schema.checked_body, data, source, reference_date(meta))
+    confidences = field_confidences(schema.checked_body, data, formatting)
     evidence = [replace(e, confidence=confidences.get(e.path)) for e in evidence]
+
+    def fresh(path: Path) -> bool:
+        return not any(path[:n] in failing for n in range(len(path) + 1))
+
     errors = [
-        (top, _ungrounded(schema, e))
+        (path, _ungrounded(schema, e))
         for e in evidence
-        if not e.grounded and (top := TOP.match(e.path).group()) not in skip  # type: ignore[union-attr]
+        if not e.grounded and fresh(path := parse_path(e.path))
     ]
-    for path, node in chosen_paths(schema.body, data):
-        least, top = min_confidence(node, bound), TOP.match(path).group()  # type: ignore[union-attr]
-        if path in confidences and confidences[path] < least and top not in skip:
-            value = json.dumps(next(e.value for e in evidence if e.path == path))
-            errors.append(
-                (top, f"{path} {value} was a guess (probability {confidences[path]:.2f}, below {least:.2f}); "
-                      "choose the value the text supports")
-            )  # fmt: skip
+    for text, node in chosen_paths(schema.checked_body, data):
+        least, path = min_confidence(node, bound), parse_path(text)
+        if text in confidences and confidences[text] < least and fresh(path):
+            value = json.dumps(next(e.value for e in evidence if e.path == text))
+            guess = f"{text} {value} was a guess (probability {confidences[text]:.2f}, below {least:.2f})"
+            errors.append((path, f"{guess}; choose the value the text supports"))
     return evidence, errors
 
 
@@ -140,12 +151,11 @@ def judge(
     except json.JSONDecodeError as exc:
         reason = f"no JSON came back ({exc.msg} at character {exc.pos}; finish={formatting.finish_reason})"
         return Verdict("failed", None, [reason])
-    field_errors = _schema_errors(schema, data)
+    field_errors = _field_errors(schema, data, source)
     evidence: list[Evidence] = []
     if isinstance(data, dict):
-        field_errors += _semantic_errors(schema, data, source)
-        skip = {top for top, _ in field_errors}
-        evidence, errors = _evidence_errors(schema, data, source, formatting, meta, min_confidence, skip)
+        failing = {path for path, _ in field_errors}
+        evidence, errors = _evidence_errors(schema, data, source, formatting, meta, min_confidence, failing)
         field_errors += errors
     rows = [e.as_row() for e in evidence]
     stops = [
@@ -154,11 +164,14 @@ def judge(
         if done.finish_reason != "stop"
     ]
     feedback = [message for _, message in field_errors]
-    bad_fields = {top for top, _ in field_errors}
-    if stops or not isinstance(data, dict) or ROOT in bad_fields or bad_fields & schema.critical_fields:
+    fixed, nulled = (
+        _nulled(schema, data, field_errors) if isinstance(data, dict) and field_errors else (data, [])
+    )
+    if fixed is not None and field_errors and _field_errors(schema, fixed, source):
+        fixed = None  # nulling did not make it valid (a constraint across fields): never store it as partial
+    if stops or not isinstance(data, dict) or fixed is None:
         data = data if isinstance(data, dict) else None
         return Verdict("failed", data, stops + feedback, feedback=feedback, evidence=rows)
-    if bad_fields:
-        nulled = sorted(bad_fields)
-        return Verdict("partial", {**data, **dict.fromkeys(nulled)}, feedback, nulled, feedback, rows)
+    if field_errors:
+        return Verdict("partial", fixed, feedback, nulled, feedback, rows)
     return Verdict("ok", data, evidence=rows)

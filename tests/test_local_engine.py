@@ -38,6 +38,10 @@ INPUTS = {
         "Okay, see you at 5.",
         "Mike: WHAT? You sold the car??",
     ],
+    "receipt": [
+        "CAFE LUNA 2024-05-02\n2x Espresso 5.00\n1x Croissant 2.50\nTOTAL EUR 7.50",
+        "Walmart receipt: milk $3.49, bread $2.99, total $6.48",
+    ],
     "shopping_list": [
         "2 apples, a loaf of bread, 6 eggs",
         "need milk x3 and coffee from Lidl",

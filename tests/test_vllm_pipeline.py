@@ -56,6 +56,10 @@ INPUTS: dict[str, list[str]] = {
         "Ben: We won the final!!! Drinks are on me tonight!",
         "小李：明天的考试我一点都没准备，好害怕。",
     ],
+    "receipt": [
+        "CAFE LUNA 2024-05-02\n2x Espresso 5.00\n1x Croissant 2.50\nTOTAL EUR 7.50",
+        "Walmart receipt: milk $3.49, bread $2.99, total $6.48",
+    ],
     "shopping_list": [
         "Can you grab 2 cartons of milk, a loaf of bread and 6 eggs from Tesco on the way home?",
         "Need for the party: 3 bags of chips, 12 cans of soda, napkins.",

@@ -1,0 +1,98 @@
+"""`formwork schemas`: list the built-ins, or check your own schema files and say what changes.
+
+For each file it prints whether the schema is accepted as is, accepted after normalising (each change
+with its JSON pointer and why), or refused (the keyword, its pointer and the fix), plus the keywords
+that are checked after decoding rather than enforced by the grammar. `--format jsonl` writes one line
+per file for scripts; `--strict` refuses any schema that would need a change.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from flows.cli_common import err, out
+
+
+class SchemaFormat(StrEnum):
+    text = "text"
+    jsonl = "jsonl"
+
+
+def check_one(spec: str, strict: bool) -> dict[str, Any]:
+    """The verdict on one schema file (or package.module:Model), as the jsonl line says it."""
+    from schemas.registry import SchemaProblem, load_checked_schema
+
+    try:
+        schema = load_checked_schema(spec, strict=strict)
+    except SchemaProblem as exc:
+        reasons = str(exc).split("\n  ")
+        return {
+            "file": spec,
+            "accepted": False,
+            "changed": [],
+            "checked_after": [],
+            "refused_because": reasons,
+        }
+    report = schema.normalised
+    return {
+        "file": spec,
+        "accepted": True,
+        "label": schema.label,
+        "changed": report.changed,
+        "checked_after": report.checked_after,
+        "ignored": report.ignored,
+        "refused_because": [],
+    }
+
+
+def _print_verdict(verdict: dict[str, Any]) -> None:
+    if not verdict["accepted"]:
+        err.print(f"[red]✗[/] {escape(verdict['file'])}: refused")
+        for reason in verdict["refused_because"]:
+            err.print(f"    {escape(reason)}")
+        return
+    how = "accepted after normalising" if verdict["changed"] else "accepted as is"
+    err.print(f"[green]✓[/] {escape(verdict['file'])}: {how} ({verdict['label']})")
+    for title, key in (("changed", "changed"), ("checked after", "checked_after"), ("ignored", "ignored")):
+        for line in verdict[key]:
+            err.print(f"    {title}: {escape(line)}")
+
+
+def schemas(
+    files: Annotated[
+        list[str] | None,
+        typer.Argument(help="schema files (.json) or Pydantic models (package.module:Model)"),
+    ] = None,
+    format: Annotated[SchemaFormat, typer.Option("--format", "-f", help="text or jsonl")] = SchemaFormat.text,
+    strict: Annotated[bool, typer.Option(help="refuse a schema that would need changing")] = False,
+) -> None:
+    """List the built-in schemas, or check your own: accepted, what was changed and why, or refused."""
+    from schemas.registry import builtin_names, load_schema
+
+    if files:
+        verdicts = [check_one(spec, strict) for spec in files]
+        for verdict in verdicts:
+            if format is SchemaFormat.jsonl:
+                line = {
+                    k: verdict[k] for k in ("file", "accepted", "changed", "checked_after", "refused_because")
+                }
+                sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
+            else:
+                _print_verdict(verdict)
+        raise typer.Exit(0 if all(v["accepted"] for v in verdicts) else 1)
+    table = Table(title="built-in schemas")
+    for column in ("name", "version", "fields", "critical"):
+        table.add_column(column)
+    for name in builtin_names():
+        schema = load_schema(name)
+        table.add_row(
+            name, str(schema.version), ", ".join(schema.properties), ", ".join(sorted(schema.critical_fields))
+        )
+    out.print(table)

@@ -1,0 +1,45 @@
+"""Read a schema from a Pydantic model named as `package.module:Model`.
+
+Users often have the model already. Pydantic's JSON Schema says nearly everything Formwork needs:
+`Optional[X]` becomes `anyOf [X, null]`, `Literal` and `Enum` become `enum`/`const`, `Field(description=,
+max_length=)` become `description` and `maxLength`, nested models and `list[Model]` go to `$defs` with
+`$ref`. The normaliser inlines those references and makes defaulted (optional) fields required and
+nullable like any other schema, so nothing here is special-cased.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Any
+
+SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def is_model_spec(text: str) -> bool:
+    """True for `package.module:Model` (a Python import path, a colon, an attribute path)."""
+    return bool(SPEC.match(text))
+
+
+def model_schema(spec: str) -> dict[str, Any]:
+    """The validation JSON Schema of the Pydantic model `spec` names; raise SchemaProblem."""
+    from pydantic import BaseModel
+
+    from schemas.registry import SchemaProblem
+
+    module_name, _, attribute = spec.partition(":")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise SchemaProblem(f"{spec}: cannot import module {module_name!r}: {exc}") from exc
+    for part in attribute.split("."):
+        if not hasattr(target, part):
+            raise SchemaProblem(f"{spec}: module {module_name!r} has no {attribute!r}")
+        target = getattr(target, part)
+    if not (isinstance(target, type) and issubclass(target, BaseModel)):
+        raise SchemaProblem(f"{spec}: {attribute!r} is not a Pydantic model (a BaseModel subclass)")
+    try:
+        body = target.model_json_schema(mode="validation")
+    except Exception as exc:  # pydantic raises PydanticInvalidForJsonSchema and friends
+        raise SchemaProblem(f"{spec}: Pydantic cannot describe it as JSON Schema: {exc}") from exc
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **body}

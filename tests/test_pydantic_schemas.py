@@ -1,0 +1,58 @@
+"""A Pydantic model named as package.module:Model loads like any schema: nested, optional, enums."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from schemas.lint import grammar_compile_error
+from schemas.registry import SchemaProblem, load_checked_schema, load_schema
+from tasks.engines.base import Completion
+from tasks.validate import judge
+
+SPEC = "tests.pydantic_models:Receipt"
+
+
+def test_the_model_loads_with_nested_optional_and_enum_fields() -> None:
+    schema = load_checked_schema(SPEC)
+    assert schema.name == "Receipt" and schema.label.startswith("Receipt@")
+    props = schema.checked_body["properties"]
+    assert props["currency"]["enum"] == ["EUR", "USD"] and props["kind"]["enum"] == ["shop", "restaurant"]
+    assert props["merchant"]["description"] == "Who was paid"
+    line = props["items"]["items"]["properties"]
+    assert line["description"]["maxLength"] == 40 and line["amount"]["anyOf"][1] == {"type": "null"}
+    assert set(schema.grammar_body["required"]) == set(props)  # missing means null
+    assert {
+        "currency",
+        "kind",
+        "items",
+    } <= schema.critical_fields and "merchant" not in schema.critical_fields
+    grammar = schema.grammar_body["properties"]
+    assert grammar["items"]["maxItems"] == 10 and grammar["note"]["anyOf"] == [
+        {"type": "string", "maxLength": 256},
+        {"type": "null"},
+    ]
+    assert grammar_compile_error(schema.grammar_body) is None
+
+
+def test_an_output_is_judged_per_path_against_the_model() -> None:
+    schema = load_schema(SPEC)
+    data = {"merchant": None, "currency": "EUR", "kind": "shop", "note": None,
+            "items": [{"description": "tea", "amount": -1}]}  # fmt: skip
+    done = Completion(json.dumps(data), "stop", 1, 1, 0.1, "test")  # type: ignore[arg-type]
+    result = judge(schema, "tea", done, done)
+    assert result.status == "partial" and result.nulled == ["items[0].amount"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("tests.no_such_module:Model", "cannot import module"),
+        ("tests.pydantic_models:Missing", "has no 'Missing'"),
+        ("tests.pydantic_models:Literal", "is not a Pydantic model"),
+    ],
+)
+def test_a_bad_model_spec_says_what_is_wrong(spec: str, message: str) -> None:
+    with pytest.raises(SchemaProblem, match=message):
+        load_schema(spec)

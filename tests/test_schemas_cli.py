@@ -1,0 +1,41 @@
+"""`formwork schemas FILE...`: what was changed and why, one jsonl line per file, --strict refusing."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from flows.cli import app
+
+runner = CliRunner()
+LOOSE = {"type": "object", "properties": {"note": {"type": "string", "description": "a note"}}}
+
+
+def test_a_loose_schema_is_accepted_after_normalising_and_says_what_changed(tmp_path) -> None:
+    path = tmp_path / "loose.json"
+    path.write_text(json.dumps(LOOSE))
+    result = runner.invoke(app, ["schemas", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "accepted after normalising (loose@" in result.output
+    assert "changed: #/properties/note: a free string got maxLength 256" in result.output
+
+
+def test_jsonl_gives_one_line_per_file_and_strict_refuses(tmp_path) -> None:
+    loose, remote = tmp_path / "loose.json", tmp_path / "remote.json"
+    loose.write_text(json.dumps(LOOSE))
+    remote.write_text(json.dumps({"type": "object", "properties": {"a": {"$ref": "https://x.org/a.json"}}}))
+    result = runner.invoke(app, ["schemas", str(loose), str(remote), "expense", "--format", "jsonl"])
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.exit_code == 1
+    assert [(x["accepted"], bool(x["changed"])) for x in lines] == [
+        (True, True),
+        (False, False),
+        (True, False),
+    ]
+    assert "#/properties/a: $ref" in lines[1]["refused_because"][-1]
+    assert set(lines[0]) == {"file", "accepted", "changed", "checked_after", "refused_because"}
+    strict = runner.invoke(app, ["schemas", str(loose), "expense", "--strict", "--format", "jsonl"])
+    verdicts = [json.loads(line) for line in strict.stdout.splitlines()]
+    assert [v["accepted"] for v in verdicts] == [False, True] and strict.exit_code == 1
+    assert any("--strict" in reason for reason in verdicts[0]["refused_because"])
