@@ -92,6 +92,7 @@ def test_the_schema_annotation_overrides_the_setting() -> None:
     body = json.loads(json.dumps(CHAT.body))
     body["properties"]["emotion"]["x-min-confidence"] = 0.5
     body["properties"]["emotion"].pop("x-critical")
+    body["properties"]["emotion"]["enum"].append(None)  # nullable, so a failure can be nulled (partial)
     strict = dataclasses.replace(CHAT, body=body)
     verdict = judge(strict, TEXT, notes(), tokens(*CHAT_TOKENS), min_confidence=0.0)
     assert verdict.status == "partial" and verdict.nulled == ["emotion"]

@@ -84,7 +84,8 @@ def test_an_email_inside_array_items_is_checked_at_its_path() -> None:
         },
     }
     schema = schema_from_body(body, "thread.json")
-    result = verdict({"people": [{"email": "a@b.io"}, {"email": "not-an-email"}]}, schema=schema)
+    people = {"people": [{"email": "a@b.io"}, {"email": "not-an-email"}]}
+    result = verdict(people, schema=schema, source="write to a@b.io or not-an-email")
     assert result.status == "partial" and result.nulled == ["people[1].email"]
     assert result.data["people"] == [{"email": "a@b.io"}, {"email": None}]
 
