@@ -27,6 +27,7 @@ from schemas.grammar_body import CHECKED_AFTER, ENFORCED, GrammarBuilder, Normal
 from schemas.paths import accepts_null
 from schemas.refs import RefProblem, inline_refs
 from schemas.walk import Node, map_subschemas, types_of
+from tasks.grounding import grounding_problems
 
 ROOT_FIELD = "value"
 
@@ -101,6 +102,7 @@ def normalise(body: Node, strict: bool = False) -> Normalised:
     report.checked = make_checked(inlined, report)
     builder = GrammarBuilder(report, validators.validator_for(body).FORMAT_CHECKER.checkers)
     report.grammar = builder.build(report.checked, "")
+    builder.refusals += grounding_problems(report.checked)  # a rule the grounding step cannot follow
     if strict and report.changed:
         builder.refusals += [f"{change} (refused: --strict)" for change in report.changed]
     if builder.refusals:
