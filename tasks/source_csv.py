@@ -4,8 +4,13 @@ The csv module in strict mode finds a quote that is never closed (or text after 
 row's first line then becomes a record with the problem and the lines that the quote swallowed are
 read again as rows of their own, so a stray quote never merges the rest of the file into one cell. A
 row whose field count differs from the header's is a problem too: a shifted row would put the wrong
-value into `text`. The header is checked when the input is opened, so a missing `text` column refuses
-the run before anything is written.
+value into `text`. One case is valid CSV and cannot be told apart: a stray quote closed by a later
+line's quote at a cell boundary, leaving the header's field count; such a row, like every row with a
+quoted line break, carries a warning that names the lines it runs over. A row that runs over lines
+with the wrong field count is read as a stray quote: its lines become records of their own.
+
+The header is checked when the input is opened, so a missing `text` column refuses the run before
+anything is written.
 """
 
 from __future__ import annotations
@@ -130,4 +135,6 @@ def _record(row: Row, names: list[str], book: KeyBook) -> InputRecord:
     key, problem = book.claim(cells.get("id") or None, fallback, where)  # the raw id: a NUL is a problem
     text = _as_text(cells["text"], warnings)
     meta = {name: _as_text(cell, warnings) for name, cell in cells.items() if name not in ("id", "text")}
+    if len(row.lines) > 1:  # legitimate (a quoted cell with line breaks) or a stray quote closed later
+        warnings.add(f"the row runs over lines {row.start}-{row.start + len(row.lines) - 1}")
     return finished(InputRecord(key, text, meta, problem), where, warnings)

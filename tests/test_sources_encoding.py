@@ -94,6 +94,7 @@ def test_a_broken_csv_row_is_one_problem_and_the_rows_after_it_are_read(tmp_path
     assert records[2].problem == "row 4 has 2 fields; the header has 3"
     assert "row 5" in records[3].problem
     assert records[4].text == "Train\n45 EUR" and records[4].problem is None
+    assert records[4].meta["warnings"] == ["the row runs over lines 6-7"]
     assert records[5].problem is None and records[5].meta == {"source": "mail"}
 
 
