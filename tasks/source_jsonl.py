@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from tasks.source_keys import KeyBook
-from tasks.source_records import InputRecord, SourceProblem, Warnings, clean_value, decode, finished
+from tasks.source_records import (
+    InputRecord,
+    SourceProblem,
+    Warnings,
+    clean_text,
+    clean_value,
+    decode,
+    finished,
+)
 
 _WIDE_BOMS = {
     "UTF-32": (codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE),  # before UTF-16: FF FE 00 00 starts with FF FE
@@ -87,10 +95,10 @@ def _record(raw: bytes, number: int, book: KeyBook) -> InputRecord:
     problems = [f"{where}: {id_problem}" if id_problem else None, key_problem]
     meta = clean_value({k: v for k, v in fields.items() if k not in ("id", "text")}, warnings)
     text = fields.get("text")
-    if isinstance(text, str):
-        text = clean_value(text, warnings)
-    else:
+    if not isinstance(text, str):
         text = line
         problems.append(f"{where} has no string 'text'")
+    elif "\\u" in line:  # the line is clean text: only a \u escape puts a surrogate or a NUL in a string
+        text = clean_text(text, warnings)
     problem = "; ".join(p for p in problems if p) or None
     return finished(InputRecord(key, text, meta, problem), where, warnings)

@@ -14,6 +14,7 @@ The readers live in tasks/source_*.py; this module is the public face the flows 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,6 +38,10 @@ def read_records(source: str | Path, *, follow_symlinks: bool = False) -> Iterat
     path = Path(source)
     book = KeyBook()
     if path.is_dir():
+        try:
+            os.scandir(path).close()
+        except OSError as exc:
+            raise SourceProblem(f"the folder {str(source)!r} cannot be read: {exc.strerror}") from exc
         return read_folder(path, book, follow_symlinks=follow_symlinks)
     if not path.exists():
         raise SourceProblem(f"input {str(source)!r} does not exist")
