@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tasks.source_keys import KeyBook, readable, safe_key
 from tasks.source_mail import message_record, split_mbox
-from tasks.source_records import InputRecord, Warnings, clean_text, decode, finished
+from tasks.source_records import InputRecord, Warnings, clean_text, decode, finished, joined
 
 FILE_SUFFIXES = (".txt", ".eml", ".mbox")
 log = logging.getLogger(__name__)
@@ -77,9 +77,7 @@ def read_file(path: Path, name: str, book: KeyBook) -> Iterator[InputRecord]:
         raw = path.read_bytes()
     except OSError as exc:
         unreadable = f"{where} cannot be read: {exc.strerror}"
-        yield finished(
-            InputRecord(key, "", meta, "; ".join(filter(None, [problem, unreadable]))), where, Warnings()
-        )
+        yield finished(InputRecord(key, "", meta, joined(problem, unreadable)), where, Warnings())
         return
     if path.suffix.lower() == ".eml":
         yield message_record(raw, key, where, meta, problem)
@@ -107,7 +105,7 @@ def _mailbox(path: Path, name: str, book: KeyBook) -> Iterator[InputRecord]:
         where = readable(name)
         key, problem = book.claim(name, safe_key(name), where, "file name")
         unreadable = f"{where} cannot be read: {exc.strerror}"
-        yield InputRecord(key, "", {"file": where}, "; ".join(filter(None, [problem, unreadable])))
+        yield InputRecord(key, "", {"file": where}, joined(problem, unreadable))
         return
     with handle:
         index = 0
@@ -120,8 +118,6 @@ def _mailbox(path: Path, name: str, book: KeyBook) -> Iterator[InputRecord]:
             else:
                 stray = f"{where}: the text before the first 'From ' line is not a message (is this an mbox?)"
                 text = decode(raw, warnings := Warnings())
-                yield finished(
-                    InputRecord(key, text, meta, "; ".join(filter(None, [problem, stray]))), where, warnings
-                )
+                yield finished(InputRecord(key, text, meta, joined(problem, stray)), where, warnings)
         if index == 0:
             log.warning("%s holds no message", readable(name))

@@ -22,6 +22,7 @@ from tasks.source_records import (
     clean_value,
     decode,
     finished,
+    joined,
 )
 
 _WIDE_BOMS = {
@@ -92,13 +93,11 @@ def _record(raw: bytes, number: int, book: KeyBook) -> InputRecord:
 
     wanted, id_problem = own_id(fields.get("id"))
     key, key_problem = book.claim(wanted, fallback, where)
-    problems = [f"{where}: {id_problem}" if id_problem else None, key_problem]
     meta = clean_value({k: v for k, v in fields.items() if k not in ("id", "text")}, warnings)
-    text = fields.get("text")
+    text, text_problem = fields.get("text"), None
     if not isinstance(text, str):
-        text = line
-        problems.append(f"{where} has no string 'text'")
+        text, text_problem = line, f"{where} has no string 'text'"
     elif "\\u" in line:  # the line is clean text: only a \u escape puts a surrogate or a NUL in a string
         text = clean_text(text, warnings)
-    problem = "; ".join(p for p in problems if p) or None
+    problem = joined(f"{where}: {id_problem}" if id_problem else None, key_problem, text_problem)
     return finished(InputRecord(key, text, meta, problem), where, warnings)

@@ -15,7 +15,7 @@ from email.message import EmailMessage
 from html.parser import HTMLParser
 from typing import IO, Any
 
-from tasks.source_records import InputRecord, Warnings, clean_text, decode, finished
+from tasks.source_records import InputRecord, Warnings, clean_text, decode, finished, joined
 
 HEADERS = {"from": "From", "to": "To", "date": "Date", "subject": "Subject", "message_id": "Message-ID"}
 _QUOTED_FROM = re.compile(rb">+From ")  # mboxrd: ">From " in a body is stored as ">>From "
@@ -34,9 +34,8 @@ def message_record(
             warnings.add("the message has defects: " + ", ".join(type(d).__name__ for d in message.defects))
     except Exception as exc:  # the email package has raised on hostile input; the message fails alone
         text, why = decode(raw, warnings), f"the message cannot be parsed: {type(exc).__name__}: {exc}"
-    problems = [problem, f"{where}: {why}" if why else None]
     return finished(
-        InputRecord(key, text, meta, "; ".join(p for p in problems if p) or None), where, warnings
+        InputRecord(key, text, meta, joined(problem, f"{where}: {why}" if why else None)), where, warnings
     )
 
 

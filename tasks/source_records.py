@@ -83,6 +83,11 @@ def clean_value(value: Any, warnings: Warnings) -> Any:
     return value
 
 
+def joined(*problems: str | None) -> str | None:
+    """One problem text from all that were found (None when there was none)."""
+    return "; ".join(p for p in problems if p) or None
+
+
 def finished(record: InputRecord, where: str, warnings: Warnings) -> InputRecord:
     """The record with its warnings in the meta, and what the model cannot use flagged.
 
