@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tasks.sources import SourceProblem, read_records
@@ -72,3 +74,18 @@ def test_unusable_source_is_refused(tmp_path, name: str, message: str) -> None:
         (tmp_path / name).write_bytes(b"PAR1")
     with pytest.raises(SourceProblem, match=message):
         read_records(tmp_path / name)
+
+
+def assert_storable(records: list) -> None:
+    """What every store can hold: unique keys of valid UTF-8 text, no NUL, at most 200 characters; the same
+    for the text and the meta (PostgreSQL refuses NUL and lone surrogates in text and JSONB)."""
+    keys = [r.key for r in records]
+    assert len(set(keys)) == len(keys), keys
+    for record in records:
+        assert 0 < len(record.key) <= 200 and "\x00" not in record.key, record.key
+        record.key.encode("utf-8")  # raises on a lone surrogate
+        assert "\x00" not in record.text, record
+        record.text.encode("utf-8")
+        meta = json.dumps(record.meta, ensure_ascii=False, allow_nan=False)
+        assert "\x00" not in meta and "\\u0000" not in meta, meta
+        meta.encode("utf-8")
