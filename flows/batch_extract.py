@@ -60,13 +60,14 @@ def batch_extract(
     db_url: str | None = None,
     limit: int | None = None,
     chunk_size: int | None = None,
+    follow_symlinks: bool = False,
 ) -> RunSummary:
     """Extract `schema` from every record of `source` (JSONL, CSV or a folder of .txt files)."""
     if db_url and has_password(db_url):
         raise ValueError("db_url must not carry a password (flow parameters are stored): set FORMWORK_DB_URL")
     settings = Settings(**({"db_url": db_url} if db_url else {}))
     chosen = load_checked_schema(schema)
-    records = read_records(source)  # a missing or unreadable source is refused here, before any write
+    records = read_records(source, follow_symlinks=follow_symlinks)  # refused here, before any write
     with checked_engines(settings) as engines:
         sessions = session_factory(settings.db_url)
         label = source_label(source)

@@ -49,7 +49,10 @@ def _count_lines(path: Path) -> int | None:
 @app.command()
 def run(
     input: Annotated[
-        Path, typer.Argument(help="a .jsonl or .csv file (with a 'text' field) or a folder of .txt")
+        Path,
+        typer.Argument(
+            help="a .jsonl or .csv file (with a 'text' field), a .txt/.eml/.mbox file, or a folder of them"
+        ),
     ],
     schema: Annotated[str, typer.Option("--schema", "-s", help="a built-in schema name or a .json file")],
     db: DbOption = None,
@@ -57,6 +60,9 @@ def run(
     chunk_size: Annotated[
         int | None, typer.Option(min=1, help="records per Prefect task (default: the chunk_size setting)")
     ] = None,
+    follow_symlinks: Annotated[
+        bool, typer.Option(help="in a folder input, follow symbolic links (even out of the folder)")
+    ] = False,
 ) -> None:
     """Extract SCHEMA from every record of INPUT; show progress and a summary table."""
     from db.store import SchemaChanged
@@ -78,7 +84,9 @@ def run(
 
         try:
             with listening(advance), without_heartbeat(), database_in_environment(resolve_db(db)):
-                summary = batch_extract(str(input), schema, limit=limit, chunk_size=chunk_size)
+                summary = batch_extract(
+                    str(input), schema, limit=limit, chunk_size=chunk_size, follow_symlinks=follow_symlinks
+                )
         except (
             SchemaProblem,
             SchemaChanged,

@@ -3,7 +3,8 @@
 The checks come first so a broken schema or a dead server refuses the run before a row is written.
 While chunks run, a heartbeat thread refreshes the run and its claims; a run that stops on an
 exception is marked `crashed`, and one killed outright (no `finally` runs) is marked `crashed` by the
-next run once its heartbeat is older than the claim timeout. Stored results stay, and the next run
+next run once its heartbeat is older than the run lease (`run_lease_s`), which also frees the records
+it held. Stored results stay, and the next run
 (or the reprocessing flow) picks up where it stopped.
 """
 
@@ -57,7 +58,7 @@ def new_context(
 ) -> RunContext:
     """Mark dead runs crashed, write this run's row and bundle what every chunk of this run needs."""
     reasoner, formatter = engines
-    timeout = timedelta(seconds=settings.claim_timeout_s)
+    timeout = timedelta(seconds=settings.run_lease_s)
     with sessions() as session:
         crashed = mark_crashed(session, timeout)
         run_id = start_run(
@@ -96,9 +97,9 @@ def new_context(
 
 @contextmanager
 def beating(context: RunContext) -> Iterator[None]:
-    """Refresh the run's heartbeat and claims every quarter of the claim timeout until the block ends."""
+    """Refresh the run's heartbeat and claims every quarter of the run lease until the block ends."""
     stop = threading.Event()
-    interval = max(0.5, min(60.0, context.claim_timeout.total_seconds() / 4))
+    interval = max(0.5, min(60.0, context.lease.total_seconds() / 4))
 
     def beat() -> None:
         while not stop.wait(interval):

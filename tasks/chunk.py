@@ -52,7 +52,7 @@ class RunContext:
     options: ExtractOptions
     sessions: Callable[[], Session]
     queue: QueuePolicy
-    claim_timeout: timedelta = timedelta(minutes=30)
+    lease: timedelta = timedelta(minutes=1)  # a run silent this long is dead (its claims stale)
     worker: str | None = None  # reprocessing: the retry-queue claims' holder
     redo: bool = False  # reprocessing: process records even if they already have a result
     pool: Executor | None = None  # the run's record pool, shared by its chunks (flows.runner)
@@ -82,7 +82,7 @@ def _claimed_rows(context: RunContext, record_ids: list[int]) -> list[Any]:
     schema = context.schema
     try:
         with context.sessions() as session:
-            won = claim_records(session, context.run_id, schema, record_ids, context.claim_timeout)
+            won = claim_records(session, context.run_id, schema, record_ids, context.lease)
             if context.worker is not None and len(won) < len(record_ids):
                 lost = sorted(set(record_ids) - set(won))
                 unclaim(session, context.worker, lost, schema.name, schema.version)

@@ -61,7 +61,10 @@ class Settings(BaseSettings):
     )
     queue_partial: bool = Field(False, description="also queue partial results for reprocessing")
     queue_max_attempts: int = Field(5, ge=1, description="reprocessing tries before an entry is dead")
-    claim_timeout_s: float = Field(1800, gt=0, description="a claim older than this is put back")
+    claim_timeout_s: float = Field(1800, gt=0, description="a retry-queue claim older than this is put back")
+    run_lease_s: float = Field(
+        60, gt=0, description="a run silent this long is dead: crashed, its records free for other runs"
+    )
 
     def api_key(self) -> str | None:
         """The vLLM API key, from the setting or its file; registered so that every message masks it."""

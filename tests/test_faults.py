@@ -106,6 +106,7 @@ def test_sigkill_mid_batch_then_resume_loses_and_duplicates_nothing(
         "FORMWORK_ENGINE": "local",
         "FORMWORK_REASONING_MAX_TOKENS": "32",
         "FORMWORK_MAX_ATTEMPTS": "1",
+        "FORMWORK_RUN_LEASE_S": "2",  # the killed run's claims are free 2 s after its last heartbeat
         "PREFECT_HOME": str(tmp_path / "prefect-home"),
         # the session's harness API: saves the ~35 s a fresh ephemeral Prefect database takes per start
         "PREFECT_API_URL": str(PREFECT_API_URL.value()),
@@ -137,6 +138,7 @@ def test_sigkill_mid_batch_then_resume_loses_and_duplicates_nothing(
     assert proc.returncode == -signal.SIGKILL
     done_at_kill = set(_result_record_ids(db_file))
     assert 1 <= len(done_at_kill) < len(RECORDS), f"not killed mid-batch: {len(done_at_kill)} results"
+    time.sleep(2.5)  # past the run lease: the killed run is dead, its claims stale
 
     second = subprocess.run(
         command, cwd=vf.REPO, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL
@@ -156,6 +158,7 @@ def test_sigkill_mid_batch_then_resume_loses_and_duplicates_nothing(
     assert sorted(r.key for r in records) == sorted(r["id"] for r in RECORDS)  # no record stored twice
     assert (lost, duplicated) == ([], []), f"lost {lost}, duplicated {duplicated}"
     assert len(runs) == 2 and runs[1].state == "finished"
+    assert runs[0].state == "crashed" and runs[0].finished_at is not None  # found dead by the resume
     first_run, resumed = runs[0].id, runs[1].id
     by_record = {r.record_id: r for r in results}
     # what the killed run stored stays its own; the resumed run did only the rest
