@@ -43,9 +43,11 @@ def _stored_pending(
     call of a 10,000-record run waited for every record to be written.
     """
     for batch in chunked(records, size):
-        with sessions() as session:
-            ids = store_records(session, label, batch)
-            yield from records_without_result(session, ids, schema)
+        with sessions() as session:  # closed before yielding: an open write transaction would block
+            ids = store_records(session, label, batch)  # every chunk (SQLite has one writer)
+            pending = records_without_result(session, ids, schema)
+            session.commit()
+        yield from pending
 
 
 def source_label(source: str) -> str:
