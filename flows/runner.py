@@ -119,7 +119,7 @@ def beating(context: RunContext) -> Iterator[None]:
 
 
 T = TypeVar("T")
-CHUNKS_AHEAD = 2  # chunks whose records wait in the shared pool while the oldest one drains
+CHUNKS_AHEAD = 2  # at least this many chunks wait in the shared pool while the oldest one drains
 
 
 def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -144,9 +144,12 @@ def run_chunks(context: RunContext, chunks: Iterable[list[int]]) -> RunSummary:
         with beating(context), ThreadPoolExecutor(in_flight, thread_name_prefix="formwork-record") as pool:
             shared = replace(context, pool=pool)
             waiting: deque = deque()
+            ahead = CHUNKS_AHEAD
             for record_ids in chunks:
+                # enough chunks queued that the pool stays full while the oldest drains
+                ahead = max(ahead, -(-in_flight // len(record_ids)) + 1)
                 waiting.append(process_chunk.submit(shared, record_ids))
-                while len(waiting) > CHUNKS_AHEAD:
+                while len(waiting) > ahead:
                     waiting.popleft().result()
             while waiting:
                 waiting.popleft().result()
