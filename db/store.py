@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import insert, or_, select
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -192,13 +192,15 @@ def save_outcomes(
     ids = [o.record_id for o in outcomes]
     hashes = dict(session.execute(select(Record.id, Record.text_hash).where(Record.id.in_(ids))).all())
     rows = {o.record_id: _result_row(run_id, schema, o, hashes.get(o.record_id, "")) for o in outcomes}
-    session.add_all(
-        ModelCall(run_id=run_id, record_id=o.record_id, **storable(vars(call)))
-        for o in outcomes for call in o.calls
+    calls = [{"run_id": run_id, "record_id": o.record_id, "created_at": utcnow(), **storable(vars(call))}
+             for o in outcomes for call in o.calls]  # fmt: skip
+    if calls:  # core INSERTs: the ORM's unit of work cost more CPU than the rest of a record's pipeline
+        session.execute(insert(ModelCall), calls)
+    session.execute(
+        insert(RunResult),
+        [{"run_id": run_id, "record_id": i, "created_at": utcnow(), **{k: row[k] for k in HISTORY}}
+         for i, row in rows.items()],
     )  # fmt: skip
-    session.add_all(
-        RunResult(run_id=run_id, record_id=i, **{k: row[k] for k in HISTORY}) for i, row in rows.items()
-    )
     held_elsewhere = release_held(session, run_id, schema, ids)
     mine = [o for o in outcomes if o.record_id not in held_elsewhere]
     stored = dict(
