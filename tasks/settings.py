@@ -34,6 +34,7 @@ class Settings(BaseSettings):
     local_model_path: Path | None = Field(None, description="a GGUF file; default: the bundled SmolLM2")
     local_n_ctx: int = Field(4096, ge=256)
     local_threads: int | None = Field(None, ge=1, description="llama.cpp threads; default: all cores")
+    local_slots: int = Field(4, ge=1, description="records decoded at once by the embedded engine")
 
     vllm_url: str = Field("http://127.0.0.1:8000/v1", description="reasoning pass server (OpenAI API)")
     vllm_model: str | None = Field(None, description="reasoning model; default: the server's first")

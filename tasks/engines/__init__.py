@@ -17,17 +17,17 @@ from tasks.settings import Settings
 
 
 @cache
-def _local(model_path: str | None, n_ctx: int, threads: int | None) -> Engine:
+def _local(model_path: str | None, n_ctx: int, threads: int | None, slots: int) -> Engine:
     from tasks.engines.local import LocalEngine
 
-    return LocalEngine(Path(model_path) if model_path else None, n_ctx=n_ctx, n_threads=threads)
+    return LocalEngine(Path(model_path) if model_path else None, n_ctx=n_ctx, n_threads=threads, slots=slots)
 
 
 def open_engines(settings: Settings) -> tuple[Engine, Engine]:
     """(reasoner, formatter) for these settings; the same engine object when one model does both."""
     if settings.engine == "local":
         path = str(settings.local_model_path) if settings.local_model_path else None
-        engine = _local(path, settings.local_n_ctx, settings.local_threads)
+        engine = _local(path, settings.local_n_ctx, settings.local_threads, settings.local_slots)
         return engine, engine
     from tasks.engines.vllm_server import VllmServerEngine
 

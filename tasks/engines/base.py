@@ -39,6 +39,8 @@ class Sampling:
     top_p: float = 1.0
     seed: int | None = 0
     repetition_penalty: float = 1.0
+    top_k: int = 0  # 0: off
+    no_repeat_ngram_size: int = 0  # 0: off; n > 0 forbids repeating any n-gram of the output
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class Completion:
     completion_tokens: int
     duration_s: float
     model: str
+    # Constrained calls on the embedded engine: each output token's text and its log-probability
+    # under the grammar-masked distribution at temperature 1 (the pieces join to `text`).
     token_logprobs: tuple[tuple[str, float], ...] = ()
 
 

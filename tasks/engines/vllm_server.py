@@ -193,6 +193,11 @@ class VllmServerEngine:
     def complete(
         self, messages: list[Message], sampling: Sampling, schema: JsonSchema | None = None
     ) -> Completion:
+        if sampling.no_repeat_ngram_size > 0:
+            raise RequestRejected(
+                f"no_repeat_ngram_size={sampling.no_repeat_ngram_size}: vLLM has no n-gram ban",
+                hint="use the embedded engine for it, or set no_repeat_ngram_size=0",
+            )
         body: dict[str, Any] = {
             "model": self._model(),
             "messages": messages,
@@ -201,6 +206,7 @@ class VllmServerEngine:
             "top_p": sampling.top_p,
             "repetition_penalty": sampling.repetition_penalty,
             **_NEUTRAL,
+            "top_k": sampling.top_k if sampling.top_k > 0 else -1,
         }
         if sampling.seed is not None:
             body["seed"] = sampling.seed

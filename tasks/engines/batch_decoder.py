@@ -1,0 +1,267 @@
+"""Continuous batching for the embedded engine: several calls decode at once, one llama_decode a step.
+
+Callers (the pipeline runs `max_concurrency` records in threads) hand a `Job` to `run()` and wait.
+One decode thread owns the llama.cpp context. Each loop it admits waiting jobs into free slots
+(evaluating their prompts and picking their first tokens), then evaluates the last token of every
+active job in one batch, masks all constrained rows with one XGrammar call, and picks each next token.
+
+A slot keeps the tokens its KV cache holds after its job ends. A new job lands on the free slot whose
+cache shares the longest prefix with its prompt (among equals, the one freed longest ago), so a
+record's formatting call finds its reasoning call's prompt already evaluated. A slot whose last job
+was free text is held for the call that continues that conversation (a prompt that starts with the
+slot's last prompt): other jobs take it only when no other slot is free. Without that, the next
+record's reasoning call, whose prompt shares the system prompt with every used slot, could take the
+slot a moment before the formatting call it was kept for arrives.
+"""
+
+from __future__ import annotations
+
+import codecs
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tasks.engines.base import EngineError, EngineUnavailable, FinishReason, Sampling
+from tasks.engines.grammar import Grammars
+from tasks.engines.llama_runtime import BATCH, LlamaRuntime
+from tasks.engines.sampling import masked_logprob, pick
+
+
+@dataclass(eq=False)
+class Job:
+    """One call: its prompt and settings in, its tokens, pieces and finish reason out."""
+
+    prompt: list[int]
+    budget: int
+    sampling: Sampling
+    matcher: Any = None  # an XGrammar matcher for constrained calls
+    output: list[int] = field(default_factory=list)
+    pieces: list[str] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    finish: FinishReason | None = None
+    error: EngineError | None = None
+    started: float = 0.0
+    finished: float = 0.0
+    next_token: int = -1  # picked, not yet evaluated
+    done: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self.rng = np.random.default_rng(self.sampling.seed)
+        self.text = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+
+@dataclass
+class Slot:
+    """One sequence of the context: the tokens in its KV cache and the job decoding there, if any."""
+
+    index: int
+    tokens: list[int] = field(default_factory=list)
+    job: Job | None = None
+    freed: int = 0  # when it was last freed, in jobs finished; smaller means longer ago
+    prompt_length: int = 0  # of the last job's prompt, the first tokens of `tokens`
+    held: bool = False  # the last job was free text: kept for the call that continues it
+
+    def fit(self, prompt: list[int]) -> tuple[bool, int, int]:
+        """How well a new prompt fits here; the largest wins (eligible, shared prefix, age)."""
+        shared = _shared(self.tokens, prompt)
+        return (not self.held or shared >= self.prompt_length, shared, -self.freed)
+
+
+@dataclass
+class Timings:
+    """Where the decode thread's time went, summed over its life (the benchmarks read it)."""
+
+    prefill_s: float = 0.0
+    forward_s: float = 0.0  # batched decode steps
+    mask_s: float = 0.0  # XGrammar fill + applying the mask
+    steps: int = 0
+    tokens: int = 0
+    reused_tokens: int = 0  # prompt tokens found in a slot's cache, not evaluated again
+    widest: int = 0  # the most sequences decoded in one step
+
+
+class BatchDecoder:
+    """Runs jobs on `runtime`'s slots from one thread; `run()` may be called from many threads."""
+
+    def __init__(
+        self,
+        runtime: LlamaRuntime,
+        slots: int,
+        pieces: list[bytes],
+        stop_ids: set[int],
+        grammars: Callable[[], Grammars],
+    ):
+        self._runtime = runtime
+        self._pieces = pieces
+        self._stop_ids = stop_ids
+        self._grammars = grammars  # built on the first constrained call (xgrammar imports torch)
+        self._slots = [Slot(i) for i in range(slots)]
+        self._waiting: deque[Job] = deque()
+        self._wake = threading.Condition()
+        self._closed = False
+        self._finished = 0
+        self.timings = Timings()
+        self._thread = threading.Thread(target=self._loop, name="formwork-decode", daemon=True)
+        self._thread.start()
+
+    def run(self, job: Job) -> Job:
+        """Queue the job and wait until it is done; its error, if any, is raised here."""
+        with self._wake:
+            if self._closed:
+                raise EngineUnavailable("the embedded engine is closed")
+            self._waiting.append(job)
+            self._wake.notify()
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+        return job
+
+    def close(self) -> None:
+        with self._wake:
+            self._closed = True
+            self._wake.notify()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while True:
+            with self._wake:
+                while not self._closed and not self._waiting and not self._active():
+                    self._wake.wait()
+                if self._closed:
+                    break
+                admitted = []
+                free = [slot for slot in self._slots if slot.job is None]
+                while self._waiting and free:
+                    job = self._waiting.popleft()
+                    slot = max(free, key=lambda s: s.fit(job.prompt))
+                    free.remove(slot)
+                    slot.job = job
+                    admitted.append(slot)
+            for slot in admitted:
+                self._guarded([slot], self._start)
+            active = self._active()
+            if active:
+                self._guarded(active, self._step)
+        for job in [*self._waiting, *(slot.job for slot in self._active())]:
+            job.error = EngineUnavailable("the embedded engine was closed during the call")
+            job.done.set()
+
+    def _active(self) -> list[Slot]:
+        return [slot for slot in self._slots if slot.job is not None]
+
+    def _guarded(self, slots: list[Slot], action: Any) -> None:
+        """Run `action(slots)`; a failure ends those slots' jobs with the error and empties their cache."""
+        try:
+            action(slots)
+        except Exception as exc:
+            error = exc if isinstance(exc, EngineError) else EngineUnavailable(f"embedded engine: {exc!r}")
+            for slot in slots:
+                if slot.job is not None:
+                    slot.job.error = error
+                    self._runtime.forget(slot.index, 0)
+                    slot.tokens, slot.held = [], False
+                    self._release(slot)
+
+    def _start(self, slots: list[Slot]) -> None:
+        """Evaluate the prompt past the cached prefix and pick a first token.
+
+        At least the last two prompt tokens are evaluated again: llama.cpp computes a one-token batch
+        another way than a longer one (the last token's logits moved by up to 0.5), so re-reading only
+        the last token would make the text depend on what the slot held before.
+        """
+        (slot,) = slots
+        job = slot.job
+        assert job is not None
+        started = time.perf_counter()
+        job.started = started
+        keep = _shared(slot.tokens, job.prompt[:-2])
+        self._runtime.forget(slot.index, keep)
+        del slot.tokens[keep:]
+        slot.prompt_length, slot.held = len(job.prompt), job.matcher is None
+        self.timings.reused_tokens += keep
+        rest = job.prompt[keep:]
+        for begin in range(0, len(rest), BATCH):
+            chunk = rest[begin : begin + BATCH]
+            last = begin + len(chunk) == len(rest)
+            base = len(slot.tokens)
+            entries = [(t, base + i, slot.index, last and i == len(chunk) - 1) for i, t in enumerate(chunk)]
+            self._runtime.decode(entries)
+            slot.tokens.extend(chunk)
+        self.timings.prefill_s += time.perf_counter() - started
+        self._choose(slots, np.stack([self._runtime.logits(-1)]))
+
+    def _step(self, slots: list[Slot]) -> None:
+        """One llama_decode with the pending token of every active job, then one pick each."""
+        started = time.perf_counter()
+        entries = []
+        for slot in slots:
+            assert slot.job is not None
+            entries.append((slot.job.next_token, len(slot.tokens), slot.index, True))
+            slot.tokens.append(slot.job.next_token)
+        self._runtime.decode(entries)
+        rows = np.stack([self._runtime.logits(i) for i in range(len(slots))])
+        self.timings.forward_s += time.perf_counter() - started
+        self.timings.steps += 1
+        self.timings.widest = max(self.timings.widest, len(slots))
+        self._choose(slots, rows)
+
+    def _choose(self, slots: list[Slot], rows: np.ndarray) -> None:
+        """Mask the constrained rows in one batch, then pick, accept and finish each job."""
+        jobs = [slot.job for slot in slots if slot.job is not None]
+        constrained = [i for i, job in enumerate(jobs) if job.matcher is not None]
+        if constrained:
+            started = time.perf_counter()
+            self._grammars().mask([jobs[i].matcher for i in constrained], rows, constrained)
+            self.timings.mask_s += time.perf_counter() - started
+        for slot, job, row in zip(slots, jobs, rows, strict=True):
+            masked = row.copy() if job.matcher is not None else None
+            token = pick(row, job.sampling, job.output, job.rng)
+            finish = self._finish_reason(job, token)
+            if finish is None:
+                job.output.append(token)
+                job.pieces.append(job.text.decode(self._pieces[token]))
+                if masked is not None:
+                    job.logprobs.append(masked_logprob(masked, token))
+                self.timings.tokens += 1
+                if len(job.output) >= job.budget:
+                    finish = "length"
+            if finish is None:
+                job.next_token = token
+            else:
+                job.finish = finish
+                self._release(slot)
+
+    def _finish_reason(self, job: Job, token: int) -> FinishReason | None:
+        """`stop` when the grammar (or, unconstrained, the model's end token) ends the text."""
+        if job.matcher is not None:
+            if not job.matcher.accept_token(token):
+                return "error"
+            return "stop" if job.matcher.is_terminated() else None
+        return "stop" if token in self._stop_ids else None
+
+    def _release(self, slot: Slot) -> None:
+        job = slot.job
+        assert job is not None
+        tail = job.text.decode(b"", final=True)
+        if tail and job.pieces:
+            job.pieces[-1] += tail
+        job.finished = time.perf_counter()
+        self._finished += 1
+        slot.freed = self._finished
+        slot.job = None
+        job.done.set()
+
+
+def _shared(cached: list[int], prompt: list[int]) -> int:
+    """How many leading tokens the two lists have in common."""
+    count = 0
+    for old, new in zip(cached, prompt, strict=False):
+        if old != new:
+            break
+        count += 1
+    return count
