@@ -106,22 +106,29 @@ def test_prefect_retries_a_chunk_only_before_any_model_call() -> None:
     assert not retry_can_help(None, None, State(RuntimeError("anything after the model calls")))
 
 
+@pytest.fixture(scope="module")
+def small_context_engine():
+    """The bundled model with a 2,048-token context: a text overflows it without a long prefill."""
+    from tasks.engines.local import LocalEngine
+
+    return LocalEngine(n_ctx=2048, slots=1)
+
+
 @pytest.mark.slow
-def test_prompts_are_budgeted_in_tokens_and_a_hopeless_prompt_is_not_queued(local_engine) -> None:
-    schema = load_schema("expense")
-    long_chinese = "出租车费用三十五欧元，二零二四年三月三日。" * 600  # 12,600 characters, more tokens
-    fitted = fit_source(long_chinese, schema, (local_engine,), 384, 200)
-    assert fitted.cut and local_engine.count_tokens(fitted.text) <= fitted.reasoning_cap + 384
-    options = ExtractOptions(reasoning_max_tokens=8, max_attempts=1)
-    outcome = extract_record(1, long_chinese, schema, local_engine, local_engine, options)
+def test_prompts_are_budgeted_in_tokens_and_a_hopeless_prompt_is_not_queued(small_context_engine) -> None:
+    engine, schema = small_context_engine, load_schema("expense")
+    long_chinese = "出租车费用三十五欧元，二零二四年三月三日。" * 120  # 2,520 characters, more tokens
+    assert engine.count_tokens(long_chinese) > engine.context_window  # cut by characters, it overflowed
+    fitted = fit_source(long_chinese, schema, (engine,), 8, 200)
+    assert fitted.cut and fitted.reasoning_cap >= 8
+    outcome = extract_record(1, long_chinese, schema, engine, engine, ExtractOptions(8, max_attempts=1))
     assert not any("does not fit the context" in e for e in outcome.verdict.errors)
-    assert any("cut" in e for e in outcome.verdict.errors)
+    assert any("cut" in e for e in outcome.verdict.errors) and outcome.calls
     with pytest.raises(RequestRejected):
-        fit_source("Taxi 20 EUR", schema, (local_engine,), local_engine.context_window, 200)
+        fit_source("Taxi 20 EUR", schema, (engine,), engine.context_window, 200)
     hopeless = extract_record(
-        2, "Taxi 20 EUR", schema, local_engine, local_engine,
-        ExtractOptions(reasoning_max_tokens=local_engine.context_window),
-    )  # fmt: skip
+        2, "Taxi 20 EUR", schema, engine, engine, ExtractOptions(reasoning_max_tokens=engine.context_window)
+    )
     assert hopeless.verdict.status == "failed" and not hopeless.queueable and not hopeless.calls
 
 
