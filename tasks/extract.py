@@ -19,6 +19,7 @@ from typing import Literal
 from schemas.budget import format_budget
 from schemas.registry import Schema
 from tasks.engines.base import Completion, Engine, EngineError, Message, Sampling
+from tasks.presets import guard, preset
 from tasks.prompts import formatting_messages, prompt_hash, reasoning_messages
 from tasks.validate import Verdict, judge
 
@@ -36,6 +37,9 @@ class ExtractOptions:
     reasoning_repetition_penalty: float = 1.3
     format_max_tokens: int | None = None  # None: sized from the schema
     max_attempts: int = 3
+    mode: str = "two-pass"  # or one-pass, one-pass-reasoning, prompt-json (tasks/modes.py)
+    preset: str = "greedy"  # sampling of the call that writes the JSON (tasks/presets.py)
+    allow_chat_in_constrained: bool = False  # let a chat preset through the guard (warned)
 
 
 @dataclass
@@ -53,6 +57,7 @@ class CallLog:
     duration_s: float = 0.0
     output: str = ""
     error: str | None = None
+    parse_step: str | None = None  # prompt-json: the parsing-ladder step that worked (tasks/parsing.py)
 
 
 @dataclass
@@ -110,6 +115,10 @@ def extract_record(
     record_id: int, text: str, schema: Schema, reasoner: Engine, formatter: Engine, options: ExtractOptions
 ) -> Outcome:
     """Run both passes on one record, retrying as the failure asks, and return the best verdict."""
+    if options.mode != "two-pass":
+        from tasks.modes import extract_single_pass
+
+        return extract_single_pass(record_id, text, schema, reasoner, options)
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     call = _Caller(outcome)
     reasoning_budget = options.reasoning_max_tokens
@@ -130,7 +139,8 @@ def extract_record(
                 notes = call(reasoner, "reasoning", reasoning_messages(schema, text), sampling)
                 reasoning_budget = min(2 * reasoning_budget, BUDGET_CAP)
             messages = formatting_messages(schema, text, notes.text, feedback)
-            shaped = call(formatter, "formatting", messages, Sampling(format_budget_now), schema.body)
+            shaping = guard(preset(options.preset, format_budget_now), allow_chat=options.allow_chat_in_constrained)
+            shaped = call(formatter, "formatting", messages, shaping, schema.body)
             verdict = judge(schema, text, notes, shaped)
             if RANK[verdict.status] >= RANK[outcome.verdict.status]:
                 outcome.verdict = verdict

@@ -39,6 +39,8 @@ class Sampling:
     top_p: float = 1.0
     seed: int | None = 0
     repetition_penalty: float = 1.0
+    top_k: int = 0
+    no_repeat_ngram_size: int = 0
 
 
 @dataclass(frozen=True)
