@@ -139,7 +139,9 @@ def extract_record(
                 notes = call(reasoner, "reasoning", reasoning_messages(schema, text), sampling)
                 reasoning_budget = min(2 * reasoning_budget, BUDGET_CAP)
             messages = formatting_messages(schema, text, notes.text, feedback)
-            shaping = guard(preset(options.preset, format_budget_now), allow_chat=options.allow_chat_in_constrained)
+            shaping = guard(
+                preset(options.preset, format_budget_now), allow_chat=options.allow_chat_in_constrained
+            )
             shaped = call(formatter, "formatting", messages, shaping, schema.body)
             verdict = judge(schema, text, notes, shaped)
             if RANK[verdict.status] >= RANK[outcome.verdict.status]:

@@ -121,8 +121,8 @@ def extract_single_pass(
                 budget = min(2 * budget, BUDGET_CAP)
             elif verdict.feedback:
                 rejected = "Your answer was rejected:\n" + "\n".join(f"- {f}" for f in verdict.feedback)
-                messages = [*messages[:2], {"role": "assistant", "content": done.text},
-                            {"role": "user", "content": rejected + "\nAnswer again with the whole JSON object."}]  # fmt: skip
+                again = {"role": "user", "content": rejected + "\nAnswer again with the whole JSON object."}
+                messages = [*messages[:2], {"role": "assistant", "content": done.text}, again]
             elif chosen.temperature == 0:
                 break  # same prompt, greedy decoding: another attempt changes nothing
     except EngineError as exc:

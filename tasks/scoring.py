@@ -96,7 +96,9 @@ def compare(node: dict[str, Any], gold: Any, got: Any) -> bool:
     if node.get("type") == "array" or (isinstance(gold, list) and "items" in node):
         items = node.get("items", {})
         return (
-            isinstance(got, list) and len(got) == len(gold) and all(map(compare, [items] * len(gold), gold, got))
+            isinstance(got, list)
+            and len(got) == len(gold)
+            and all(map(compare, [items] * len(gold), gold, got))
         )
     if isinstance(gold, dict):
         properties = node.get("properties", {})
@@ -106,11 +108,18 @@ def compare(node: dict[str, Any], gold: Any, got: Any) -> bool:
     rule = rule_for(node)
     if rule == "number":
         a, b = _number(gold), _number(got)
-        return a is not None and b is not None and math.isclose(
-            a, b, rel_tol=1e-9, abs_tol=float(node.get("x-match-tolerance", 0.005))
+        return (
+            a is not None
+            and b is not None
+            and math.isclose(a, b, rel_tol=1e-9, abs_tol=float(node.get("x-match-tolerance", 0.005)))
         )
     if rule == "date":
-        return isinstance(got, str) and isinstance(gold, str) and _day(gold) is not None and _day(gold) == _day(got)
+        return (
+            isinstance(got, str)
+            and isinstance(gold, str)
+            and _day(gold) is not None
+            and _day(gold) == _day(got)
+        )
     if rule in ("text", "fuzzy"):
         if not isinstance(got, str):
             return False
@@ -183,7 +192,7 @@ def summarise(schema: Schema, scores: list[RecordScore], golds: list[dict[str, A
     seen: Counter[str] = Counter()
     right: Counter[str] = Counter()
     for score in scores:
-        seen.update(score.fields)
+        seen.update(score.fields.keys())
         right.update(key for key, good in score.fields.items() if good)
     confusion: dict[str, dict[str, dict[str, int]]] = {}
     for key, node in schema.properties.items():
@@ -194,7 +203,8 @@ def summarise(schema: Schema, scores: list[RecordScore], golds: list[dict[str, A
             if key in gold:
                 got = MISSING if score.got is None else _label(score.got.get(key))
                 table.setdefault(_label(gold[key]), Counter())[got] += 1
-        confusion[key] = {g: dict(row) for g, row in table.items()}
+        if table:
+            confusion[key] = {g: dict(row) for g, row in table.items()}
     ok = [s for s in scores if s.status == "ok"]
     return Report(
         records=len(scores),
