@@ -184,8 +184,17 @@ def test_gold_naming_an_unknown_field_is_refused(expense) -> None:
 
 def test_x_match_in_a_user_schema_changes_the_score() -> None:
     body = {
+        "title": "code",
+        "x-version": 1,
         "type": "object",
-        "properties": {"code": {"type": "string", "maxLength": 20, "x-match": "exact"}},
+        "properties": {
+            "code": {
+                "type": ["string", "null"],
+                "maxLength": 20,
+                "x-match": "exact",
+                "description": "The code.",
+            }
+        },
         "required": ["code"],
         "additionalProperties": False,
     }
