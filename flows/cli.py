@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from flows.cli_common import DbOption, err, fail, out, resolve_db
+from flows.cli_eval import eval_gold
 from flows.cli_queue import queue, requeue, retry
 from flows.prefect_env import apply_defaults, without_heartbeat
 
@@ -178,3 +179,4 @@ def schemas(
 
 for command in (retry, queue, requeue):
     app.command()(command)
+app.command(name="eval")(eval_gold)

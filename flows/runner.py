@@ -20,6 +20,7 @@ from tasks.chunk import RunContext, process_chunk
 from tasks.engines import check_engines, engines_for
 from tasks.engines.base import Engine
 from tasks.extract import ExtractOptions
+from tasks.presets import run_warning
 from tasks.settings import Settings
 
 
@@ -61,7 +62,13 @@ def new_context(
         reasoning_repetition_penalty=settings.reasoning_repetition_penalty,
         format_max_tokens=settings.format_max_tokens,
         max_attempts=settings.max_attempts,
+        mode=settings.mode,
+        preset=settings.preset,
+        allow_chat_in_constrained=settings.allow_chat_in_constrained,
     )
+    warning = run_warning(settings.preset, settings.allow_chat_in_constrained)
+    if warning:
+        get_run_logger().warning("run %s: %s", run_id, warning)
     queue = QueuePolicy(include_partial=settings.queue_partial, max_attempts=settings.queue_max_attempts)
     return RunContext(run_id, schema, reasoner, formatter, options, sessions, queue, redo)
 

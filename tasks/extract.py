@@ -57,7 +57,6 @@ class CallLog:
     duration_s: float = 0.0
     output: str = ""
     error: str | None = None
-    parse_step: str | None = None  # prompt-json: the parsing-ladder step that worked (tasks/parsing.py)
 
 
 @dataclass
@@ -72,6 +71,7 @@ class Outcome:
     retryable: bool = False
     queueable: bool = True  # False when no retry can help (the input itself is unusable)
     calls: list[CallLog] = field(default_factory=list)
+    parse_steps: list[str] = field(default_factory=list)  # prompt-json: ladder step per call, in order
 
 
 def looping(text: str, window: int = 32) -> bool:

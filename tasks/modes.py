@@ -4,7 +4,7 @@
 - `one-pass-reasoning`: one constrained call whose schema gets a `reasoning` string as its first field,
   so the model may think inside the JSON; the field is dropped before validation;
 - `prompt-json`: no grammar at all; the prompt asks for JSON and the parsing ladder (tasks/parsing.py)
-  digs it out; the step that worked is kept on the call as `parse_step`.
+  digs it out; the step that worked for each call is kept in `Outcome.parse_steps`.
 
 Each mode uses the run's main (reasoning) model for its one call, logs it as the `formatting` pass
 (the call that wrote the JSON), retries like the two-pass pipeline (field errors fed back, a `length`
@@ -111,7 +111,8 @@ def extract_single_pass(
                 chosen = guard(chosen, allow_chat=options.allow_chat_in_constrained)
             done = call(engine, "formatting", messages, chosen, constraint)
             answer, step = _as_answer(done, mode)
-            outcome.calls[-1].parse_step = step
+            if step is not None:
+                outcome.parse_steps.append(step)
             verdict = judge(schema, text, no_reasoning, answer)
             if RANK[verdict.status] >= RANK[outcome.verdict.status]:
                 outcome.verdict, outcome.formatting_finish = verdict, done.finish_reason

@@ -2,8 +2,8 @@
 
 Every record falls into exactly one outcome, in this order:
 - `no_json`: nothing parseable came back (or the engine failed), so there is no object to score;
-- `schema_mismatch`: JSON came back but failed validation (a field was nulled, or a field error was
-  reported); the row may still be stored as `partial`, but the model did not produce what was asked;
+- `schema_mismatch`: JSON came back but failed validation (the stored row has nulled fields, or its
+  data breaks the schema); it may still be stored as `partial`, but it is not what was asked;
 - `content_wrong`: valid, but at least one scored field differs from the gold;
 - `all_correct`: valid, and every field the gold names matches.
 
@@ -25,13 +25,13 @@ import math
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from functools import cache
 from typing import Any, Literal
 
 from schemas.registry import Schema
-from tasks.validate import Verdict
 
 OutcomeName = Literal["no_json", "schema_mismatch", "content_wrong", "all_correct"]
 OUTCOMES: tuple[OutcomeName, ...] = ("no_json", "schema_mismatch", "content_wrong", "all_correct")
@@ -142,23 +142,29 @@ class RecordScore:
     got: dict[str, Any] | None = None
 
 
-def score_record(schema: Schema, record: str, gold: dict[str, Any], verdict: Verdict) -> RecordScore:
-    """Put one record in its outcome and compare every field its gold names."""
+def score_record(
+    schema: Schema, record: str, gold: dict[str, Any], status: str, data: dict[str, Any] | None,
+    nulled: Sequence[str] = (),
+) -> RecordScore:  # fmt: skip
+    """Put one stored row (status, data, nulled fields) in its outcome and compare every gold field.
+
+    Scoring the stored row, not the model's raw text, judges exactly what production would keep: a
+    field nulled by validation counts as a mismatch, and its null is scored like any other value.
+    """
     unknown = set(gold) - set(schema.properties)
     if unknown:
         raise ValueError(f"gold of {record!r} names fields the schema lacks: {', '.join(sorted(unknown))}")
-    data = verdict.data
     fields = {
         key: data is not None and compare(schema.properties[key], value, data.get(key))
         for key, value in gold.items()
     }
     if data is None:
         outcome: OutcomeName = "no_json"
-    elif verdict.nulled or verdict.feedback:
+    elif nulled or not schema.validator.is_valid(data):
         outcome = "schema_mismatch"
     else:
         outcome = "all_correct" if all(fields.values()) else "content_wrong"
-    return RecordScore(record, outcome, verdict.status, fields, data)
+    return RecordScore(record, outcome, status, fields, data)
 
 
 def _label(value: Any) -> str:

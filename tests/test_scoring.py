@@ -12,6 +12,11 @@ from schemas.registry import load_schema, schema_from_body
 from tasks.scoring import compare, rule_for, score_record, summarise
 from tasks.validate import Verdict
 
+
+def _score(schema, record, gold, verdict):
+    return score_record(schema, record, gold, verdict.status, verdict.data, verdict.nulled)
+
+
 GOLD = Path(__file__).parent.parent / "examples" / "gold"
 # fields whose gold must be written in the text as it stands (a quote, not a judgement)
 QUOTED = {
@@ -150,7 +155,7 @@ def test_the_four_outcomes(expense) -> None:
         "content_wrong": Verdict("ok", {**RIGHT, "amount": 1.5}),
         "all_correct": Verdict("ok", RIGHT),
     }
-    scores = [score_record(expense, name, GOLD_ROW, verdict) for name, verdict in cases.items()]
+    scores = [_score(expense, name, GOLD_ROW, verdict) for name, verdict in cases.items()]
     assert [s.outcome for s in scores] == list(cases)
     assert scores[2].fields == {"who": True, "date": True, "amount": False, "currency": True}
     assert not any(scores[0].fields.values())  # no JSON: every scored field is wrong
@@ -164,9 +169,7 @@ def test_summary_counts_accuracy_confusion_share_and_precision_of_ok(expense) ->
         Verdict("ok", RIGHT),
     ]
     golds = [GOLD_ROW] * 3 + [{"currency": "USD"}]  # the last gold scores one field only
-    scores = [
-        score_record(expense, str(i), g, v) for i, (g, v) in enumerate(zip(golds, verdicts, strict=True))
-    ]
+    scores = [_score(expense, str(i), g, v) for i, (g, v) in enumerate(zip(golds, verdicts, strict=True))]
     report = summarise(expense, scores, golds)
     assert report.outcomes == {"no_json": 1, "schema_mismatch": 0, "content_wrong": 1, "all_correct": 2}
     assert report.field_accuracy == {"who": 2 / 3, "date": 2 / 3, "amount": 1 / 3, "currency": 2 / 4}
@@ -179,7 +182,7 @@ def test_summary_counts_accuracy_confusion_share_and_precision_of_ok(expense) ->
 
 def test_gold_naming_an_unknown_field_is_refused(expense) -> None:
     with pytest.raises(ValueError, match="colour"):
-        score_record(expense, "r1", {"colour": "red"}, Verdict("ok", RIGHT))
+        _score(expense, "r1", {"colour": "red"}, Verdict("ok", RIGHT))
 
 
 def test_x_match_in_a_user_schema_changes_the_score() -> None:
@@ -199,5 +202,12 @@ def test_x_match_in_a_user_schema_changes_the_score() -> None:
         "additionalProperties": False,
     }
     schema = schema_from_body(body, "inline")
-    score = score_record(schema, "r1", {"code": "AB-1"}, Verdict("ok", {"code": "ab-1"}))
+    score = _score(schema, "r1", {"code": "AB-1"}, Verdict("ok", {"code": "ab-1"}))
     assert score.outcome == "content_wrong"
+
+
+def test_stored_data_that_breaks_the_schema_is_a_mismatch_even_unnulled(expense) -> None:
+    broken = {**RIGHT, "currency": "dollars"}  # a failed row keeps the invalid data it got
+    score = score_record(expense, "r1", GOLD_ROW, "failed", broken)
+    assert score.outcome == "schema_mismatch"
+    assert score.fields["currency"] is False
