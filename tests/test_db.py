@@ -57,6 +57,11 @@ EXPECTED_COLUMNS = {
         "next_attempt_at": "timestamptz", "state": "str(12)", "claimed_by": "str(100)?",
         "claimed_at": "timestamptz?", "updated_at": "timestamptz",
     },
+    "eval_runs": {
+        "id": "int", "batch": "str(40)", "run_id": "int", "gold_source": "str(500)",
+        "schema_name": "str(100)", "schema_version": "int", "mode": "str(30)", "records": "int",
+        "scores": "json", "created_at": "timestamptz",
+    },
     "alembic_version": {"version_num": "str(32)"},
 }  # fmt: skip
 # The upserts depend on these unique keys, the queue and the reports on these indexes.
@@ -69,11 +74,13 @@ EXPECTED_INDEXES = {
     "model_calls": {("record_id",), ("run_id",)},
     "results": {("run_id",), ("status",)},
     "retry_queue": {("next_attempt_at",), ("state",)},
+    "eval_runs": {("batch",), ("run_id",)},
 }
 EXPECTED_FOREIGN_KEYS = {
     "model_calls": {("record_id", "records"), ("run_id", "runs")},
     "results": {("record_id", "records"), ("run_id", "runs")},
     "retry_queue": {("record_id", "records")},
+    "eval_runs": {("run_id", "runs")},
 }
 
 
