@@ -45,7 +45,7 @@ def main() -> None:
     print(f"\n{args.schema}, {args.records} records")
     print("| mode | no JSON | mismatch | wrong | correct | share ok | precision of ok | "
           + " | ".join(fields) + " | tokens/rec in+out | s/rec |")  # fmt: skip
-    print("|---" * (10 + len(fields)) + "|")
+    print("|---" * (9 + len(fields)) + "|")
     for mode, r in reports.items():
         o = r["outcomes"]
         print(
