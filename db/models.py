@@ -94,6 +94,7 @@ class ModelCall(Base):
     duration_s: Mapped[float] = mapped_column(Float)
     output: Mapped[str] = mapped_column(Text, default="")
     error: Mapped[str | None] = mapped_column(Text)
+    parse_step: Mapped[str | None] = mapped_column(String(20))  # prompt-json: the ladder step that worked
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -175,3 +176,20 @@ class RecordClaim(Base):
     schema_version: Mapped[int] = mapped_column(Integer)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
     claimed_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class EvalRun(Base):
+    """One mode scored on one gold set: the scores, and the run whose rows were scored."""
+
+    __tablename__ = "eval_runs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    batch: Mapped[str] = mapped_column(String(40), index=True)  # the modes of one `formwork eval` share it
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
+    gold_source: Mapped[str] = mapped_column(String(500))
+    schema_name: Mapped[str] = mapped_column(String(100))
+    schema_version: Mapped[int] = mapped_column(Integer)
+    mode: Mapped[str] = mapped_column(String(30))
+    records: Mapped[int] = mapped_column(Integer)
+    scores: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from flows.cli_common import DbOption, Status, database_in_environment, err, fail, out, resolve_db
+from flows.cli_eval import eval_gold
 from flows.cli_queue import queue, requeue, retry
 from flows.cli_schemas import schemas
 from flows.prefect_env import apply_defaults, without_heartbeat
@@ -168,3 +169,4 @@ def _print_results(rows: list[dict], run_id: int | None) -> None:
 
 for command in (schemas, retry, queue, requeue):
     app.command()(command)
+app.command(name="eval")(eval_gold)

@@ -32,6 +32,7 @@ from tasks.chunk import RunContext, process_chunk
 from tasks.engines import check_engines, engines_for
 from tasks.engines.base import Engine
 from tasks.extract import ExtractOptions
+from tasks.presets import run_warning
 from tasks.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,7 @@ def new_context(
     flow: str,
     source: str,
     worker: str | None = None,
+    redo: bool = False,
 ) -> RunContext:
     """Mark dead runs crashed, write this run's row and bundle what every chunk of this run needs."""
     reasoner, formatter = engines
@@ -79,7 +81,13 @@ def new_context(
         format_max_tokens=settings.format_max_tokens,
         max_attempts=settings.max_attempts,
         min_confidence=settings.min_confidence,
+        mode=settings.mode,
+        preset=settings.preset,
+        allow_chat_in_constrained=settings.allow_chat_in_constrained,
     )
+    warning = run_warning(settings.preset, settings.allow_chat_in_constrained)
+    if warning:
+        get_run_logger().warning("run %s: %s", run_id, warning)
     queue = QueuePolicy(include_partial=settings.queue_partial, max_attempts=settings.queue_max_attempts)
     return RunContext(
         run_id,
@@ -91,7 +99,7 @@ def new_context(
         queue,
         timeout,
         worker,
-        redo=worker is not None,
+        redo=redo or worker is not None,
     )
 
 

@@ -22,6 +22,7 @@ from schemas.budget import format_budget
 from schemas.registry import Schema
 from tasks.engines.base import Completion, Engine, EngineError, Message, Sampling
 from tasks.fit import fit_source
+from tasks.presets import guard, preset
 from tasks.prompts import formatting_messages, prompt_hash, reasoning_messages
 from tasks.validate import Verdict, judge
 
@@ -40,6 +41,9 @@ class ExtractOptions:
     format_max_tokens: int | None = None  # None: sized from the schema
     max_attempts: int = 3
     min_confidence: float = 0.0  # enum/boolean values chosen with less probability fail (0: off)
+    mode: str = "two-pass"  # or one-pass, one-pass-reasoning, prompt-json (tasks/modes.py)
+    preset: str = "greedy"  # sampling of the call that writes the JSON (tasks/presets.py)
+    allow_chat_in_constrained: bool = False  # let a chat preset through the guard (warned)
 
 
 @dataclass
@@ -57,6 +61,7 @@ class CallLog:
     duration_s: float = 0.0
     output: str = ""
     error: str | None = None
+    parse_step: str | None = None  # prompt-json mode: the parsing-ladder step that found the JSON
 
 
 @dataclass
@@ -123,6 +128,10 @@ def extract_record(
 
     `meta` is the record's meta; its `reference_date` lets relative dates count as grounded.
     """
+    if options.mode != "two-pass":
+        from tasks.modes import extract_single_pass
+
+        return extract_single_pass(record_id, text, schema, reasoner, options, meta=meta)
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     call = _Caller(outcome)
     reasoning_budget = options.reasoning_max_tokens
@@ -145,7 +154,10 @@ def extract_record(
                 notes = call(reasoner, "reasoning", reasoning_messages(schema, text), sampling)
                 reasoning_budget = min(2 * reasoning_budget, BUDGET_CAP, cap)
             messages = formatting_messages(schema, text, notes.text, feedback)
-            shaped = call(formatter, "formatting", messages, Sampling(format_budget_now), schema.grammar_body)
+            shaping = guard(
+                preset(options.preset, format_budget_now), allow_chat=options.allow_chat_in_constrained
+            )
+            shaped = call(formatter, "formatting", messages, shaping, schema.grammar_body)
             verdict = judge(schema, text, notes, shaped, meta=meta, min_confidence=options.min_confidence)
             if RANK[verdict.status] >= RANK[outcome.verdict.status]:
                 outcome.verdict = verdict

@@ -60,6 +60,15 @@ class Settings(BaseSettings):
     min_confidence: float = Field(
         0.0, ge=0.0, le=1.0, description="enum/boolean values chosen with less probability fail (0: off)"
     )
+    mode: Literal["two-pass", "one-pass", "one-pass-reasoning", "prompt-json"] = Field(
+        "two-pass", description="two-pass: reason, then format under the grammar; others: see tasks/modes.py"
+    )
+    preset: Literal["greedy", "chat"] = Field(
+        "greedy", description="sampling of the call that writes the JSON"
+    )
+    allow_chat_in_constrained: bool = Field(
+        False, description="let chat sampling into grammar-constrained calls (warned); default: forced greedy"
+    )
     queue_partial: bool = Field(False, description="also queue partial results for reprocessing")
     queue_max_attempts: int = Field(5, ge=1, description="reprocessing tries before an entry is dead")
     claim_timeout_s: float = Field(1800, gt=0, description="a retry-queue claim older than this is put back")

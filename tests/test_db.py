@@ -43,7 +43,7 @@ EXPECTED_COLUMNS = {
         "id": "int", "run_id": "int", "record_id": "int", "pass_name": "str(20)", "attempt": "int",
         "model": "str(200)", "prompt_hash": "str(32)", "prompt_tokens": "int", "completion_tokens": "int",
         "max_tokens": "int", "finish_reason": "str(20)", "duration_s": "float", "output": "text",
-        "error": "text?", "created_at": "timestamptz",
+        "error": "text?", "parse_step": "str(20)?", "created_at": "timestamptz",
     },
     "results": {
         "id": "int", "record_id": "int", "schema_name": "str(100)", "schema_version": "int", "run_id": "int",
@@ -67,6 +67,11 @@ EXPECTED_COLUMNS = {
         "next_attempt_at": "timestamptz", "state": "str(12)", "claimed_by": "str(100)?",
         "claimed_at": "timestamptz?", "updated_at": "timestamptz",
     },
+    "eval_runs": {
+        "id": "int", "batch": "str(40)", "run_id": "int", "gold_source": "str(500)",
+        "schema_name": "str(100)", "schema_version": "int", "mode": "str(30)", "records": "int",
+        "scores": "json", "created_at": "timestamptz",
+    },
     "alembic_version": {"version_num": "str(32)"},
 }  # fmt: skip
 # The upserts depend on these unique keys, the queue and the reports on these indexes.
@@ -82,6 +87,7 @@ EXPECTED_INDEXES = {
     "run_results": {("record_id",), ("run_id",)},
     "record_claims": {("run_id",)},
     "retry_queue": {("next_attempt_at",), ("state",)},
+    "eval_runs": {("batch",), ("run_id",)},
 }
 EXPECTED_FOREIGN_KEYS = {
     "model_calls": {("record_id", "records"), ("run_id", "runs")},
@@ -89,6 +95,7 @@ EXPECTED_FOREIGN_KEYS = {
     "run_results": {("record_id", "records"), ("run_id", "runs")},
     "record_claims": {("record_id", "records"), ("run_id", "runs")},
     "retry_queue": {("record_id", "records")},
+    "eval_runs": {("run_id", "runs")},
 }
 
 

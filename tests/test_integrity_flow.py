@@ -119,9 +119,10 @@ def test_prompts_are_budgeted_in_tokens_and_a_hopeless_prompt_is_not_queued(smal
     engine, schema = small_context_engine, load_schema("expense")
     long_chinese = "出租车费用三十五欧元，二零二四年三月三日。" * 120  # 2,520 characters, more tokens
     assert engine.count_tokens(long_chinese) > engine.context_window  # cut by characters, it overflowed
-    fitted = fit_source(long_chinese, schema, (engine,), 8, 200)
+    fitted = fit_source(long_chinese, schema, (engine,), 8, 48)
     assert fitted.cut and fitted.reasoning_cap >= 8
-    outcome = extract_record(1, long_chinese, schema, engine, engine, ExtractOptions(8, max_attempts=1))
+    options = ExtractOptions(8, format_max_tokens=48, max_attempts=1)  # short passes: the fit is tested
+    outcome = extract_record(1, long_chinese, schema, engine, engine, options)
     assert not any("does not fit the context" in e for e in outcome.verdict.errors)
     assert any("cut" in e for e in outcome.verdict.errors) and outcome.calls
     with pytest.raises(RequestRejected):

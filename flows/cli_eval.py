@@ -1,0 +1,93 @@
+"""`formwork eval GOLD.jsonl --schema S [--mode M | --compare a,b] [--limit N]`: score modes on gold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from flows.cli_common import DbOption, err, fail, out, resolve_db
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.0f}%"
+
+
+def print_reports(reports: dict[str, dict[str, Any]]) -> None:
+    """The tables: outcomes and costs per mode, per-field accuracy per mode, enum confusion."""
+    modes = list(reports)
+    summary = Table(title="outcomes per mode")
+    summary.add_column("")
+    for mode in modes:
+        summary.add_column(mode, justify="right")
+    rows: list[tuple[str, Any]] = [
+        (name.replace("_", " "), lambda r, n=name: str(r["outcomes"][n]))
+        for name in ("no_json", "schema_mismatch", "content_wrong", "all_correct")
+    ]
+    rows += [
+        ("share ok", lambda r: _percent(r["share_ok"])),
+        ("precision of ok", lambda r: _percent(r["precision_ok"])),
+        ("tokens / record (in+out)",
+         lambda r: f"{r['prompt_tokens_per_record']:.0f}+{r['completion_tokens_per_record']:.0f}"),
+        ("seconds / record", lambda r: f"{r['wall_seconds_per_record']:.1f}"),
+        ("parse steps", lambda r: ", ".join(f"{k} {v}" for k, v in sorted(r["parse_steps"].items())) or "-"),
+        ("run id", lambda r: str(r["run_id"])),
+    ]  # fmt: skip
+    for label, cell in rows:
+        summary.add_row(label, *(cell(reports[m]) for m in modes))
+    out.print(summary)
+    fields = Table(title="per-field accuracy")
+    fields.add_column("field")
+    for mode in modes:
+        fields.add_column(mode, justify="right")
+    for key in dict.fromkeys(k for r in reports.values() for k in r["field_accuracy"]):
+        fields.add_row(key, *(_percent(reports[m]["field_accuracy"].get(key)) for m in modes))
+    out.print(fields)
+    for mode, report in reports.items():
+        for key, confusion in report["confusion"].items():
+            predicted = sorted({p for row in confusion.values() for p in row})
+            table = Table(title=f"{mode} · {key}: gold (rows) × predicted (columns)")
+            table.add_column("gold")
+            for label in predicted:
+                table.add_column(label, justify="right")
+            for gold_label, row in sorted(confusion.items()):
+                table.add_row(gold_label, *(str(row.get(p, "")) for p in predicted))
+            out.print(table)
+        if report.get("warning"):
+            err.print(f"[yellow]warning:[/] {report['warning']}")
+
+
+def eval_gold(
+    gold: Annotated[Path, typer.Argument(help='a .jsonl of {"id", "text", "gold": {field: value}}')],
+    schema: Annotated[str, typer.Option("--schema", "-s", help="a built-in schema name or a .json file")],
+    mode: Annotated[str | None, typer.Option(help="one mode (default: the `mode` setting)")] = None,
+    compare: Annotated[
+        str | None, typer.Option(help="several modes on the same records, e.g. two-pass,one-pass,prompt-json")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="score only the first N gold records")] = None,
+    chart: Annotated[Path | None, typer.Option(help="where to write the chart (PNG)")] = None,
+    db: DbOption = None,
+) -> None:
+    """Run gold records through the pipeline, score them, store the scores, print tables, draw a chart."""
+    from flows.evaluate import evaluate
+    from flows.prefect_env import without_heartbeat
+    from schemas.registry import SchemaProblem
+    from tasks.engines.base import EngineError
+    from tasks.gold import GoldProblem
+
+    if mode and compare:
+        fail("use --mode or --compare, not both")
+    modes = [m.strip() for m in compare.split(",") if m.strip()] if compare else ([mode] if mode else None)
+    chart = chart or Path(f"eval-{Path(schema).stem}.png")
+    err.print(f"evaluating {gold} ({', '.join(modes or ['the configured mode'])}); this runs the model")
+    try:
+        with without_heartbeat():
+            reports = evaluate(
+                str(gold), schema, modes=modes, limit=limit, db_url=resolve_db(db), chart=str(chart)
+            )
+    except (GoldProblem, SchemaProblem, EngineError, ValueError, ImportError) as exc:
+        fail(str(exc))
+    print_reports(reports)
+    out.print(f"chart: {chart} (numbers: {chart.with_suffix('.json')})")

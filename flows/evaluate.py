@@ -1,0 +1,141 @@
+"""Flow `evaluate`: gold records through the real pipeline in each mode, scored, stored, published.
+
+Each mode is an ordinary run (the same chunk task, engines from Settings, statuses decided like
+production), so what is scored is what production would store. The gold records of each mode live
+under their own source label (`eval:<gold file>#<mode>`), because a result is kept once per
+(record, schema version): two modes on one set of records would overwrite each other's rows. Every
+record is processed again on every eval (`redo`), and a score always comes from this run's own rows
+(`run_results`), never from the current result, which a better earlier answer may have kept.
+
+The scores of each mode go to `eval_runs`, linked to the run that made the rows; the tables go to a
+Prefect artifact; the chart to a PNG with its numbers beside it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from db.models import EvalRun, ModelCall, Record, Run, RunResult
+from db.session import session_factory
+from db.store import store_records
+from flows.runner import checked_engines, chunked, new_context, run_chunks
+from schemas.registry import Schema, load_checked_schema
+from tasks.gold import GoldRecord, load_gold
+from tasks.modes import MODES
+from tasks.presets import run_warning
+from tasks.scoring import OUTCOMES, score_record, summarise
+from tasks.settings import Settings
+from tasks.sources import InputRecord
+
+
+def _costs(session: Session, run_id: int, records: int, mode: str) -> dict[str, Any]:
+    calls = session.execute(
+        select(
+            ModelCall.prompt_tokens, ModelCall.completion_tokens, ModelCall.duration_s, ModelCall.parse_step
+        ).where(ModelCall.run_id == run_id)
+    ).all()
+    run = session.get(Run, run_id)
+    wall = (run.finished_at - run.started_at).total_seconds() if run and run.finished_at else 0.0
+    steps = Counter(c.parse_step for c in calls if c.parse_step)
+    n = max(records, 1)
+    return {
+        "calls": len(calls),
+        "prompt_tokens_per_record": sum(c.prompt_tokens for c in calls) / n,
+        "completion_tokens_per_record": sum(c.completion_tokens for c in calls) / n,
+        "model_seconds_per_record": sum(c.duration_s for c in calls) / n,
+        "wall_seconds_per_record": wall / n,
+        "parse_steps": dict(steps),
+    }
+
+
+def _score_run(session: Session, schema: Schema, run_id: int, golds: list[GoldRecord], source: str) -> dict:
+    rows = {
+        key: (status, data, nulled)
+        for key, status, data, nulled in session.execute(
+            select(Record.key, RunResult.status, RunResult.data, RunResult.nulled)
+            .join(RunResult, RunResult.record_id == Record.id)
+            .where(Record.source == source, RunResult.run_id == run_id)
+        )
+    }
+    missing = ("failed", None, [])  # a record the run did not store counts as no JSON
+    scores = [score_record(schema, g.id, g.gold, *rows.get(g.id, missing)) for g in golds]
+    return summarise(schema, scores, [g.gold for g in golds]).as_dict()
+
+
+def _publish(reports: dict[str, dict[str, Any]], title: str) -> None:
+    """The tables as Prefect artifacts: one row per mode, and the confusion tables in markdown."""
+    table = [
+        {"mode": mode, **{o: r["outcomes"][o] for o in OUTCOMES}, "share_ok": round(r["share_ok"], 3),
+         "precision_ok": None if r["precision_ok"] is None else round(r["precision_ok"], 3),
+         **{f"acc_{k}": round(v, 3) for k, v in r["field_accuracy"].items()},
+         "tokens_per_record": round(r["prompt_tokens_per_record"] + r["completion_tokens_per_record"], 1),
+         "seconds_per_record": round(r["wall_seconds_per_record"], 2)}
+        for mode, r in reports.items()
+    ]  # fmt: skip
+    create_table_artifact(table=table, key="eval-scores", description=title)
+    lines = [f"# {title}"]
+    for mode, report in reports.items():
+        for key, confusion in report["confusion"].items():
+            predicted = sorted({p for row in confusion.values() for p in row})
+            lines.append(f"\n## {mode}: {key} (rows: gold, columns: predicted)\n")
+            lines.append("| gold | " + " | ".join(predicted) + " |")
+            lines.append("|---" * (len(predicted) + 1) + "|")
+            for gold_label, row in sorted(confusion.items()):
+                lines.append(f"| {gold_label} | " + " | ".join(str(row.get(p, 0)) for p in predicted) + " |")
+    create_markdown_artifact(markdown="\n".join(lines), key="eval-confusion", description=title)
+
+
+@flow(name="evaluate", validate_parameters=True)
+def evaluate(
+    gold: str,
+    schema: str,
+    modes: list[str] | None = None,
+    limit: int | None = None,
+    db_url: str | None = None,
+    chart: str | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Score each mode on the gold records; return mode -> scores (with `run_id` and `eval_id`)."""
+    settings = Settings()
+    modes = modes or [settings.mode]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise ValueError(f"unknown mode {', '.join(unknown)}: use {', '.join(MODES)}")
+    chosen = load_checked_schema(schema)
+    golds = load_gold(gold, chosen, limit)
+    sessions = session_factory(db_url or settings.db_url)
+    batch, reports = uuid.uuid4().hex[:12], {}
+    with checked_engines(settings) as engines:
+        for mode in modes:
+            source = f"eval:{Path(gold).resolve()}#{mode}"
+            with sessions() as session:
+                ids = store_records(session, source, (InputRecord(g.id, g.text, g.meta) for g in golds))
+            mode_settings = settings.model_copy(update={"mode": mode})
+            context = new_context(sessions, mode_settings, chosen, engines, flow="evaluate", source=source,
+                                  redo=True)  # fmt: skip
+            run_chunks(context, chunked(ids, settings.chunk_size))
+            with sessions() as session:
+                report = _score_run(session, chosen, context.run_id, golds, source)
+                report |= _costs(session, context.run_id, len(golds), mode)
+                report["warning"] = run_warning(settings.preset, settings.allow_chat_in_constrained)
+                row = EvalRun(batch=batch, run_id=context.run_id, gold_source=str(Path(gold).resolve()),
+                              schema_name=chosen.name, schema_version=chosen.version, mode=mode,
+                              records=len(golds), scores=report)  # fmt: skip
+                session.add(row)
+                session.commit()
+                reports[mode] = report | {"run_id": context.run_id, "eval_id": row.id}
+            get_run_logger().info("eval %s, %s: %s", batch, mode, report["outcomes"])
+    title = f"{chosen.label} on {Path(gold).name}, {len(golds)} records, {settings.engine} engine"
+    _publish(reports, title)
+    if chart:
+        from tasks.eval_chart import write_chart
+
+        write_chart(reports, chart, title)
+    return reports

@@ -1,0 +1,71 @@
+"""Every mode on the real embedded model, two records, small budgets: same Outcome, judged the same way."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from schemas.registry import load_schema
+from tasks.engines.base import Sampling
+from tasks.extract import ExtractOptions, extract_record
+from tasks.modes import MODES, REASONING_FIELD, with_reasoning_field
+from tasks.parsing import STEPS
+from tasks.presets import PRESETS, guard, preset, run_warning
+
+GOLD = Path(__file__).parent.parent / "examples" / "gold" / "expense.jsonl"
+TEXTS = [json.loads(line)["text"] for line in GOLD.read_text().splitlines()[:2]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_returns_a_judged_outcome(local_engine, mode: str) -> None:
+    schema = load_schema("expense")
+    options = ExtractOptions(mode=mode, reasoning_max_tokens=48, max_attempts=1)
+    for number, text in enumerate(TEXTS, start=1):
+        outcome = extract_record(number, text, schema, local_engine, local_engine, options)
+        assert outcome.attempts == 1 and outcome.calls, mode
+        assert [c.pass_name for c in outcome.calls] == (
+            ["reasoning", "formatting"] if mode == "two-pass" else ["formatting"]
+        )
+        assert outcome.formatting_finish == outcome.calls[-1].finish_reason
+        verdict = outcome.verdict
+        if verdict.status == "ok":  # ok means what it means in production: valid against the schema
+            assert schema.validator.is_valid(verdict.data)
+            assert REASONING_FIELD not in verdict.data
+        if mode != "prompt-json" and outcome.formatting_finish == "stop":
+            assert verdict.data is not None  # constrained modes always parse
+        steps = [c.parse_step for c in outcome.calls]
+        if mode == "prompt-json":
+            assert len(steps) == 1 and steps[0] in STEPS
+        else:
+            assert steps == [None] * len(outcome.calls)
+
+
+def test_reasoning_field_comes_first_and_is_required() -> None:
+    body = with_reasoning_field(load_schema("expense").body)
+    assert next(iter(body["properties"])) == REASONING_FIELD
+    assert body["required"][0] == REASONING_FIELD
+    assert REASONING_FIELD not in load_schema("expense").body["properties"]  # the original is untouched
+
+
+def test_unknown_mode_is_refused(local_engine) -> None:
+    with pytest.raises(ValueError, match="unknown mode 'three-pass'"):
+        extract_record(1, "x", load_schema("expense"), local_engine, local_engine,
+                       ExtractOptions(mode="three-pass"))  # fmt: skip
+
+
+def test_chat_preset_is_the_published_one_and_the_guard_forces_greedy() -> None:
+    chat = preset("chat", 100, seed=7)
+    assert (chat.temperature, chat.top_p, chat.top_k, chat.repetition_penalty, chat.no_repeat_ngram_size) == (
+        0.75, 0.9, 40, 1.12, 3,
+    )  # fmt: skip
+    assert guard(chat) == Sampling(max_tokens=100, seed=7)
+    assert guard(chat, allow_chat=True) == chat
+    assert guard(replace(PRESETS["greedy"], top_p=0.5)).top_p == 0.5  # greedy: top_p changes nothing
+    assert run_warning("chat", allow_chat=True) and not run_warning("chat", allow_chat=False)
+    assert not run_warning("greedy", allow_chat=True)
+    with pytest.raises(ValueError, match="unknown sampling preset"):
+        preset("creative", 10)
