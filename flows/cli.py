@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from flows.cli_common import DbOption, Status, database_in_environment, err, fail, out, resolve_db
+from flows.cli_doctor import doctor
 from flows.cli_queue import queue, requeue, retry
 from flows.cli_review import review
 from flows.prefect_env import apply_defaults, without_heartbeat
@@ -187,5 +188,5 @@ def schemas(
     out.print(table)
 
 
-for command in (retry, queue, requeue, review):
+for command in (retry, queue, requeue, review, doctor):
     app.command()(command)
