@@ -21,20 +21,23 @@ from prefect import flow, get_run_logger
 from db.queries import RunSummary
 from db.session import session_factory
 from db.store import check_schema_body, records_without_result, store_records
+from db.watermarks import advance_watermark, rows_since_watermark
 from flows.runner import checked_engines, new_context, run_chunks
 from schemas.registry import load_checked_schema
-from tasks.redact import has_password
+from tasks.redact import has_password, redact
 from tasks.settings import Settings
 from tasks.sources import read_records
+from tasks.sql_source import SqlRows, SqlSelection, sql_selection, url_label
 
 # pydantic warns that a parameter named `schema` shadows a BaseModel attribute of Prefect's parameter
 # model; the name is the flow's public API and the shadowing is harmless there.
 warnings.filterwarnings("ignore", message='Field name "schema"', category=UserWarning)
 
 
-def source_label(source: str) -> str:
-    """Records are keyed by their source's absolute path, so the same file resumes the same records."""
-    return str(Path(source).resolve())
+def source_label(source: str, sql: SqlSelection | None = None) -> str:
+    """Records are keyed by their source's absolute path (or password-free URL and table or query),
+    so the same source resumes the same records."""
+    return f"{url_label(source)}#{sql.label()}" if sql else str(Path(source).resolve())
 
 
 @flow(name="batch_extract", validate_parameters=True)
@@ -44,16 +47,26 @@ def batch_extract(
     db_url: str | None = None,
     limit: int | None = None,
     chunk_size: int | None = None,
+    query: str | None = None,
+    table: str | None = None,
+    id_column: str = "id",
+    text_column: str = "text",
+    updated_column: str | None = None,
 ) -> RunSummary:
-    """Extract `schema` from every record of `source` (JSONL, CSV or a folder of .txt files)."""
+    """Extract `schema` from every record of `source` (JSONL, CSV, a folder of .txt files, or a
+    database URL with `query` or `table`: only rows new or changed since the last finished run)."""
     if db_url and has_password(db_url):
         raise ValueError("db_url must not carry a password (flow parameters are stored): set FORMWORK_DB_URL")
+    if redact(source) != source:
+        raise ValueError("source must not carry a password (flow parameters are stored): use PGPASSWORD")
     settings = Settings(**({"db_url": db_url} if db_url else {}))
     chosen = load_checked_schema(schema)
-    records = read_records(source)  # a missing or unreadable source is refused here, before any write
+    sql = sql_selection(source, query, table, id_column, text_column, updated_column)
+    # a missing or unreadable source is refused here, before any write
+    records = rows_since_watermark(settings.db_url, source, sql, chosen) if sql else read_records(source)
     with checked_engines(settings) as engines:
         sessions = session_factory(settings.db_url)
-        label = source_label(source)
+        label = source_label(source, sql)
         with sessions() as session:
             check_schema_body(session, chosen)
             record_ids = store_records(session, label, islice(records, limit))
@@ -62,4 +75,8 @@ def batch_extract(
         get_run_logger().info(
             "run %s: %d records, %d new for %s", context.run_id, len(record_ids), len(pending), chosen.label
         )
-        return run_chunks(context, pending, chunk_size or settings.chunk_size)
+        summary = run_chunks(context, pending, chunk_size or settings.chunk_size)
+        if isinstance(records, SqlRows):  # finished: the next run starts after what this one read
+            with sessions() as session:
+                advance_watermark(session, records, chosen, summary.run_id)
+        return summary

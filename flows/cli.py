@@ -50,13 +50,24 @@ def _count_lines(path: Path) -> int | None:
 @app.command()
 def run(
     input: Annotated[
-        Path, typer.Argument(help="a .jsonl or .csv file (with a 'text' field) or a folder of .txt")
+        str,
+        typer.Argument(
+            help="a .jsonl or .csv file (with a 'text' field), a folder of .txt, or a database URL "
+            "(postgresql://… or sqlite:///…) with --query or --table"
+        ),
     ],
     schema: Annotated[str, typer.Option("--schema", "-s", help="a built-in schema name or a .json file")],
     db: DbOption = None,
     limit: Annotated[int | None, typer.Option(min=0, help="process only the first N records")] = None,
     chunk_size: Annotated[
         int | None, typer.Option(min=1, help="records per Prefect task (default: the chunk_size setting)")
+    ] = None,
+    query: Annotated[str | None, typer.Option(help="database input: a SELECT giving id and text")] = None,
+    table: Annotated[str | None, typer.Option(help="database input: a table to read")] = None,
+    id_column: Annotated[str, typer.Option(help="database input: the unique key column")] = "id",
+    text_column: Annotated[str, typer.Option(help="database input: the column holding the text")] = "text",
+    updated_column: Annotated[
+        str | None, typer.Option(help="database input: a last-changed column; nightly runs read rows past it")
     ] = None,
 ) -> None:
     """Extract SCHEMA from every record of INPUT; show progress and a summary table."""
@@ -66,8 +77,9 @@ def run(
     from tasks.engines.base import EngineError
     from tasks.progress import listening
     from tasks.sources import SourceProblem
+    from tasks.sql_source import is_database_url, source_in_environment
 
-    total = _count_lines(input)
+    total = None if is_database_url(input) else _count_lines(Path(input))
     if limit is not None and total is not None:
         total = min(total, limit)
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
@@ -78,8 +90,16 @@ def run(
             progress.update(bar, advance=1, description="extracting")
 
         try:
-            with listening(advance), without_heartbeat(), database_in_environment(resolve_db(db)):
-                summary = batch_extract(str(input), schema, limit=limit, chunk_size=chunk_size)
+            with (
+                listening(advance),
+                without_heartbeat(),
+                database_in_environment(resolve_db(db)),
+                source_in_environment(input) as source,
+            ):
+                summary = batch_extract(
+                    source, schema, limit=limit, chunk_size=chunk_size, query=query, table=table,
+                    id_column=id_column, text_column=text_column, updated_column=updated_column,
+                )  # fmt: skip
         except (
             SchemaProblem,
             SchemaChanged,

@@ -67,6 +67,10 @@ EXPECTED_COLUMNS = {
         "next_attempt_at": "timestamptz", "state": "str(12)", "claimed_by": "str(100)?",
         "claimed_at": "timestamptz?", "updated_at": "timestamptz",
     },
+    "watermarks": {
+        "id": "int", "source": "str(500)", "selection": "str(300)", "schema_name": "str(100)",
+        "schema_version": "int", "value": "json", "run_id": "int?", "updated_at": "timestamptz",
+    },
     "alembic_version": {"version_num": "str(32)"},
 }  # fmt: skip
 # The upserts depend on these unique keys, the queue and the reports on these indexes.
@@ -75,6 +79,7 @@ EXPECTED_UNIQUE = {
     "results": {("record_id", "schema_name", "schema_version")},
     "record_claims": {("record_id", "schema_name", "schema_version")},
     "retry_queue": {("record_id", "schema_name", "schema_version")},
+    "watermarks": {("source", "selection", "schema_name", "schema_version")},
 }
 EXPECTED_INDEXES = {
     "model_calls": {("record_id",), ("run_id",)},
@@ -89,6 +94,7 @@ EXPECTED_FOREIGN_KEYS = {
     "run_results": {("record_id", "records"), ("run_id", "runs")},
     "record_claims": {("record_id", "records"), ("run_id", "runs")},
     "retry_queue": {("record_id", "records")},
+    "watermarks": {("run_id", "runs")},
 }
 
 
