@@ -193,3 +193,23 @@ class EvalRun(Base):
     records: Mapped[int] = mapped_column(Integer)
     scores: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Watermark(Base):
+    """How far a SQL source has been read for one schema version: nightly runs start from here.
+
+    `value` is the highest updated (or id) value a finished run read, tagged with its type
+    (db.watermarks) so it binds back as the same type the source's driver returned.
+    """
+
+    __tablename__ = "watermarks"
+    __table_args__ = (UniqueConstraint("source", "selection", "schema_name", "schema_version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    source: Mapped[str] = mapped_column(String(500))  # the database URL, password redacted
+    selection: Mapped[str] = mapped_column(String(300))  # table or query hash; the watermark column
+    schema_name: Mapped[str] = mapped_column(String(100))
+    schema_version: Mapped[int] = mapped_column(Integer)
+    value: Mapped[dict[str, Any]] = mapped_column(JSON)
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

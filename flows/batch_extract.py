@@ -23,11 +23,13 @@ from sqlalchemy.orm import Session
 from db.queries import RunSummary
 from db.session import session_factory
 from db.store import check_schema_body, records_without_result, store_records
+from db.watermarks import advance_watermark, rows_since_watermark
 from flows.runner import checked_engines, chunked, new_context, run_chunks
 from schemas.registry import Schema, load_checked_schema
-from tasks.redact import has_password
+from tasks.redact import has_password, redact
 from tasks.settings import Settings
 from tasks.sources import InputRecord, read_records
+from tasks.sql_source import SqlRows, SqlSelection, sql_selection, url_label
 
 # pydantic warns that a parameter named `schema` shadows a BaseModel attribute of Prefect's parameter
 # model; the name is the flow's public API and the shadowing is harmless there.
@@ -50,9 +52,10 @@ def _stored_pending(
         yield from pending
 
 
-def source_label(source: str) -> str:
-    """Records are keyed by their source's absolute path, so the same file resumes the same records."""
-    return str(Path(source).resolve())
+def source_label(source: str, sql: SqlSelection | None = None) -> str:
+    """Records are keyed by their source's absolute path (or password-free URL and table or query),
+    so the same source resumes the same records."""
+    return f"{url_label(source)}#{sql.label()}" if sql else str(Path(source).resolve())
 
 
 @flow(name="batch_extract", validate_parameters=True)
@@ -63,21 +66,38 @@ def batch_extract(
     limit: int | None = None,
     chunk_size: int | None = None,
     follow_symlinks: bool = False,
+    query: str | None = None,
+    table: str | None = None,
+    id_column: str = "id",
+    text_column: str = "text",
+    updated_column: str | None = None,
 ) -> RunSummary:
-    """Extract `schema` from every record of `source` (JSONL, CSV or a folder of .txt files)."""
-    if db_url and has_password(db_url):
-        raise ValueError("db_url must not carry a password (flow parameters are stored): set FORMWORK_DB_URL")
+    """Extract `schema` from every record of `source` (JSONL, CSV, a folder of .txt files, or a
+    database URL with `query` or `table`: only rows new or changed since the last finished run)."""
+    for name, value, fix in (("db_url", db_url, "set FORMWORK_DB_URL"), ("source", source, "use PGPASSWORD")):
+        if value and (has_password(value) or redact(value) != value):
+            raise ValueError(f"{name} must not carry a password (flow parameters are stored): {fix}")
     settings = Settings(**({"db_url": db_url} if db_url else {}))
     chosen = load_checked_schema(schema)
-    records = read_records(source, follow_symlinks=follow_symlinks)  # refused here, before any write
+    sql = sql_selection(source, query, table, id_column, text_column, updated_column)
+    # a missing or unreadable source is refused here, before any write
+    records = (
+        rows_since_watermark(settings.db_url, source, sql, chosen)
+        if sql
+        else read_records(source, follow_symlinks=follow_symlinks)
+    )
     with checked_engines(settings) as engines:
         sessions = session_factory(settings.db_url)
-        label = source_label(source)
+        label = source_label(source, sql)
         with sessions() as session:
             check_schema_body(session, chosen)
         context = new_context(sessions, settings, chosen, engines, flow="batch_extract", source=label)
         get_run_logger().info("run %s: %s from %s", context.run_id, chosen.label, label)
         size = chunk_size or settings.chunk_size
-        return run_chunks(
+        summary = run_chunks(
             context, chunked(_stored_pending(sessions, label, islice(records, limit), chosen, size), size)
         )
+        if isinstance(records, SqlRows):  # finished: the next run starts after what this one read
+            with sessions() as session:
+                advance_watermark(session, records, chosen, summary.run_id)
+        return summary

@@ -18,8 +18,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from flows.cli_common import DbOption, Status, database_in_environment, err, fail, out, resolve_db
+from flows.cli_doctor import doctor
 from flows.cli_eval import eval_gold
 from flows.cli_queue import queue, requeue, retry
+from flows.cli_review import review
 from flows.cli_schemas import schemas
 from flows.prefect_env import apply_defaults, without_heartbeat
 
@@ -50,9 +52,10 @@ def _count_lines(path: Path) -> int | None:
 @app.command()
 def run(
     input: Annotated[
-        Path,
+        str,
         typer.Argument(
-            help="a .jsonl or .csv file (with a 'text' field), a .txt/.eml/.mbox file, or a folder of them"
+            help="a .jsonl or .csv file (with a 'text' field), a .txt/.eml/.mbox file, a folder of them, "
+            "or a database URL (postgresql://… or sqlite:///…) with --query or --table"
         ),
     ],
     schema: Annotated[str, typer.Option("--schema", "-s", help="a built-in schema name or a .json file")],
@@ -64,6 +67,13 @@ def run(
     follow_symlinks: Annotated[
         bool, typer.Option(help="in a folder input, follow symbolic links (even out of the folder)")
     ] = False,
+    query: Annotated[str | None, typer.Option(help="database input: a SELECT giving id and text")] = None,
+    table: Annotated[str | None, typer.Option(help="database input: a table to read")] = None,
+    id_column: Annotated[str, typer.Option(help="database input: the unique key column")] = "id",
+    text_column: Annotated[str, typer.Option(help="database input: the column holding the text")] = "text",
+    updated_column: Annotated[
+        str | None, typer.Option(help="database input: a last-changed column; nightly runs read rows past it")
+    ] = None,
 ) -> None:
     """Extract SCHEMA from every record of INPUT; show progress and a summary table."""
     from db.store import SchemaChanged
@@ -72,8 +82,9 @@ def run(
     from tasks.engines.base import EngineError
     from tasks.progress import listening
     from tasks.sources import SourceProblem
+    from tasks.sql_source import is_database_url, source_in_environment
 
-    total = _count_lines(input)
+    total = None if is_database_url(input) else _count_lines(Path(input))
     if limit is not None and total is not None:
         total = min(total, limit)
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
@@ -84,10 +95,17 @@ def run(
             progress.update(bar, advance=1, description="extracting")
 
         try:
-            with listening(advance), without_heartbeat(), database_in_environment(resolve_db(db)):
+            with (
+                listening(advance),
+                without_heartbeat(),
+                database_in_environment(resolve_db(db)),
+                source_in_environment(input) as source,
+            ):
                 summary = batch_extract(
-                    str(input), schema, limit=limit, chunk_size=chunk_size, follow_symlinks=follow_symlinks
-                )
+                    source, schema, limit=limit, chunk_size=chunk_size, follow_symlinks=follow_symlinks,
+                    query=query, table=table, id_column=id_column, text_column=text_column,
+                    updated_column=updated_column,
+                )  # fmt: skip
         except (
             SchemaProblem,
             SchemaChanged,
@@ -167,6 +185,6 @@ def _print_results(rows: list[dict], run_id: int | None) -> None:
     out.print(table)
 
 
-for command in (schemas, retry, queue, requeue):
+for command in (schemas, retry, queue, requeue, review, doctor):
     app.command()(command)
 app.command(name="eval")(eval_gold)

@@ -72,6 +72,10 @@ EXPECTED_COLUMNS = {
         "schema_name": "str(100)", "schema_version": "int", "mode": "str(30)", "records": "int",
         "scores": "json", "created_at": "timestamptz",
     },
+    "watermarks": {
+        "id": "int", "source": "str(500)", "selection": "str(300)", "schema_name": "str(100)",
+        "schema_version": "int", "value": "json", "run_id": "int?", "updated_at": "timestamptz",
+    },
     "alembic_version": {"version_num": "str(32)"},
 }  # fmt: skip
 # The upserts depend on these unique keys, the queue and the reports on these indexes.
@@ -80,6 +84,7 @@ EXPECTED_UNIQUE = {
     "results": {("record_id", "schema_name", "schema_version")},
     "record_claims": {("record_id", "schema_name", "schema_version")},
     "retry_queue": {("record_id", "schema_name", "schema_version")},
+    "watermarks": {("source", "selection", "schema_name", "schema_version")},
 }
 EXPECTED_INDEXES = {
     "model_calls": {("record_id",), ("run_id",)},
@@ -96,6 +101,7 @@ EXPECTED_FOREIGN_KEYS = {
     "record_claims": {("record_id", "records"), ("run_id", "runs")},
     "retry_queue": {("record_id", "records")},
     "eval_runs": {("run_id", "runs")},
+    "watermarks": {("run_id", "runs")},
 }
 
 
