@@ -36,7 +36,10 @@ class Settings(BaseSettings):
     local_threads: int | None = Field(None, ge=1, description="llama.cpp threads; default: all cores")
     local_slots: int = Field(4, ge=1, description="records decoded at once by the embedded engine")
 
-    vllm_url: str = Field("http://127.0.0.1:8000/v1", description="reasoning pass server (OpenAI API)")
+    vllm_url: str = Field(
+        "http://127.0.0.1:8000/v1",
+        description="reasoning pass server (OpenAI API); several replicas: comma-separated URLs",
+    )
     vllm_model: str | None = Field(None, description="reasoning model; default: the server's first")
     vllm_format_url: str | None = Field(None, description="formatting pass server; default: vllm_url")
     vllm_format_model: str | None = Field(None, description="formatting model; default: vllm_model")

@@ -31,11 +31,20 @@ def open_engines(settings: Settings) -> tuple[Engine, Engine]:
         return engine, engine
     from tasks.engines.vllm_server import VllmServerEngine
 
-    def server(url: str, model: str | None) -> Engine:
-        return VllmServerEngine(
-            url, model, max_concurrency=settings.vllm_max_concurrency, timeout_s=settings.vllm_timeout_s,
-            api_key=settings.api_key(),
-        )  # fmt: skip
+    def server(urls: str, model: str | None) -> Engine:
+        """One server, or a replica set when `urls` lists several (comma-separated)."""
+        engines = [
+            VllmServerEngine(
+                url.strip(), model, max_concurrency=settings.vllm_max_concurrency,
+                timeout_s=settings.vllm_timeout_s, api_key=settings.api_key(),
+            )
+            for url in urls.split(",") if url.strip()
+        ]  # fmt: skip
+        if len(engines) == 1:
+            return engines[0]
+        from tasks.engines.replicas import ReplicaSet
+
+        return ReplicaSet(engines)
 
     reasoner = server(settings.vllm_url, settings.vllm_model)
     if settings.vllm_format_url in (None, settings.vllm_url) and settings.vllm_format_model in (
