@@ -35,6 +35,19 @@ class RunSummary:
     def records(self) -> int:
         return sum(self.statuses.values())
 
+    def rows(self) -> list[tuple[str, str]]:
+        """(what, count) lines: the CLI's summary table and the run's Prefect artifact."""
+        rows = [(f"status {s}", str(self.statuses.get(s, 0))) for s in ("ok", "partial", "failed")]
+        rows += [(f"formatting finish {f}", str(n)) for f, n in sorted(self.formatting_finishes.items())]
+        return [
+            *rows,
+            ("values not backed by the text", str(self.ungrounded)),
+            ("fields nulled (partial)", str(self.nulled)),
+            ("model calls", str(self.calls)),
+            ("tokens in / out", f"{self.prompt_tokens} / {self.completion_tokens}"),
+            ("seconds", f"{self.seconds:.1f}"),
+        ]
+
 
 def latest_run_id(session: Session) -> int | None:
     return session.scalar(select(func.max(Run.id)))

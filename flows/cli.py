@@ -119,15 +119,8 @@ def run(
     table = Table(title=f"run {summary.run_id}: {summary.schema}, {summary.records} records, {summary.state}")
     table.add_column("what")
     table.add_column("count", justify="right")
-    for status in ("ok", "partial", "failed"):
-        table.add_row(f"status {status}", str(summary.statuses.get(status, 0)))
-    for finish, count in sorted(summary.formatting_finishes.items()):
-        table.add_row(f"formatting finish {finish}", str(count))
-    table.add_row("values not backed by the text", str(summary.ungrounded))
-    table.add_row("fields nulled (partial)", str(summary.nulled))
-    table.add_row("model calls", str(summary.calls))
-    table.add_row("tokens in / out", f"{summary.prompt_tokens} / {summary.completion_tokens}")
-    table.add_row("seconds", f"{summary.seconds:.1f}")
+    for what, count in summary.rows():
+        table.add_row(what, count)
     out.print(table)
     if summary.records == 0:
         out.print("nothing to do: every record of this input already has a result for this schema version")

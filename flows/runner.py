@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 from db.claims import heartbeat, mark_crashed
 from db.queries import RunSummary, run_summary
 from db.store import QueuePolicy, finish_run, start_run
+from flows.artifacts import publish_run
 from schemas.registry import Schema
 from tasks.chunk import RunContext, process_chunk
 from tasks.engines import check_engines, engines_for
@@ -100,6 +101,7 @@ def new_context(
         timeout,
         worker,
         redo=redo or worker is not None,
+        review_dir=settings.review_dir,
     )
 
 
@@ -166,4 +168,6 @@ def run_chunks(context: RunContext, chunks: Iterable[list[int]]) -> RunSummary:
         with context.sessions() as session:
             finish_run(session, context.run_id, state)
     with context.sessions() as session:
-        return run_summary(session, context.run_id)
+        summary = run_summary(session, context.run_id)
+    publish_run(context.sessions, summary, context.review_dir)
+    return summary

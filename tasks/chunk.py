@@ -20,6 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from prefect import task
@@ -56,6 +57,7 @@ class RunContext:
     worker: str | None = None  # reprocessing: the retry-queue claims' holder
     redo: bool = False  # reprocessing: process records even if they already have a result
     pool: Executor | None = None  # the run's record pool, shared by its chunks (flows.runner)
+    review_dir: Path | None = None  # where each run writes its review page (linked from Prefect)
 
 
 class ChunkNotStarted(RuntimeError):

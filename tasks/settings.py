@@ -75,6 +75,9 @@ class Settings(BaseSettings):
     queue_partial: bool = Field(False, description="also queue partial results for reprocessing")
     queue_max_attempts: int = Field(5, ge=1, description="reprocessing tries before an entry is dead")
     claim_timeout_s: float = Field(1800, gt=0, description="a retry-queue claim older than this is put back")
+    review_dir: Path | None = Field(
+        None, description="write each run's review page here (run-N.html) and link it from Prefect"
+    )
     run_lease_s: float = Field(
         60, gt=0, description="a run silent this long is dead: crashed, its records free for other runs"
     )
