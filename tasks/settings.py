@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     vllm_format_model: str | None = Field(None, description="formatting model; default: vllm_model")
     vllm_max_concurrency: int = Field(8, ge=1, description="requests in flight per server")
     vllm_timeout_s: float = Field(120.0, gt=0, description="per-request timeout")
+    vllm_global_limit: int | None = Field(
+        None, ge=1, description="requests in flight per server across all runs (a Prefect global limit)"
+    )
     vllm_api_key: SecretStr | None = Field(
         None, description="for servers started with --api-key; never stored"
     )

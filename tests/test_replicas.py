@@ -4,6 +4,7 @@ injectors for what no real server does on cue (answering slowly in parallel, dyi
 from __future__ import annotations
 
 import socket
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -82,3 +83,24 @@ def test_a_replica_dying_mid_batch_costs_its_records_nothing() -> None:
         with pytest.raises(EngineUnavailable, match="every vLLM replica failed"):
             replicas.complete(_record(9), Sampling(4))
         replicas.close()
+
+
+@pytest.mark.slow
+def test_a_global_limit_bounds_requests_in_flight_across_runs(prefect_harness) -> None:
+    from prefect.client.orchestration import get_client
+
+    from tasks.engines.limited import GloballyLimited, limit_name
+
+    with MisbehavingServer("sleep", sleep_s=0.5) as fake:
+        assert limit_name(fake.base_url.replace("://", "://ops:secret@")) == limit_name(fake.base_url)
+        runs = [GloballyLimited(VllmServerEngine(fake.base_url, "fake-model", max_concurrency=4), 2)
+                for _ in range(2)]  # two runs' engines, four requests in flight each  # fmt: skip
+        runs[0].check()
+        started = time.perf_counter()
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda i: runs[i % 2].complete(_record(i), Sampling(4)), range(6)))
+        elapsed = time.perf_counter() - started
+        with get_client(sync_client=True) as client:
+            limit = client.read_global_concurrency_limit_by_name(limit_name(fake.base_url))
+    assert limit.limit == 2 and _servers_hit(fake) == [1 + 6]  # the start-up probe, then six
+    assert elapsed >= 3 * 0.5 * 0.95  # six 0.5 s requests, two at a time: at least three rounds

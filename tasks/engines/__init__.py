@@ -40,6 +40,10 @@ def open_engines(settings: Settings) -> tuple[Engine, Engine]:
             )
             for url in urls.split(",") if url.strip()
         ]  # fmt: skip
+        if settings.vllm_global_limit:
+            from tasks.engines.limited import GloballyLimited
+
+            engines = [GloballyLimited(e, settings.vllm_global_limit) for e in engines]  # type: ignore[misc]
         if len(engines) == 1:
             return engines[0]
         from tasks.engines.replicas import ReplicaSet
