@@ -43,19 +43,13 @@ class Warnings(list[str]):
 
 
 def decode(raw: bytes, warnings: Warnings) -> str:
-    """UTF-8 text from bytes; bad bytes become U+FFFD (exactly when the strict decoder fails), NULs go.
-
-    Decoded UTF-8 never holds a surrogate (the decoder refuses their bytes), so none is searched for.
-    """
+    """UTF-8 text from bytes; bad bytes become U+FFFD (exactly when the strict decoder fails), NULs go."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         text = raw.decode("utf-8", errors="replace")
         warnings.add(INVALID_UTF8)
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-        warnings.add(NUL_REMOVED)
-    return text
+    return clean_text(text, warnings)
 
 
 def clean_text(text: str, warnings: Warnings) -> str:
