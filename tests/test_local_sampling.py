@@ -92,3 +92,16 @@ def test_masked_logprob_is_a_log_softmax_over_the_allowed_tokens() -> None:
     assert total == pytest.approx(1.0)
     only = logits(-np.inf, 7.0, -np.inf)
     assert masked_logprob(only, 1) == 0.0
+
+
+def test_vllm_refuses_the_ngram_ban_it_cannot_apply_before_any_request() -> None:
+    from tasks.engines.base import RequestRejected
+    from tasks.engines.vllm_server import VllmServerEngine
+
+    engine = VllmServerEngine("http://127.0.0.1:9/v1", "any", max_concurrency=1, timeout_s=1)
+    try:
+        with pytest.raises(RequestRejected, match="no_repeat_ngram_size") as caught:
+            engine.complete([{"role": "user", "content": "hi"}], Sampling(no_repeat_ngram_size=3))
+        assert caught.value.retryable is False
+    finally:
+        engine.close()
