@@ -5,6 +5,8 @@ overflowed a 4,096-token context (the record then failed, and was queued althoug
 help). So the source text gets the room the context leaves after the prompt's scaffolding, the
 reasoning notes' budget, the formatting request and the formatting budget; a longer text is cut to
 that room and the outcome says so. Engines without a tokenizer (test doubles) are left as they are.
+Counting costs a server round trip, so a text whose bytes already fit is not counted (a token is at
+least one byte), and the prompt's scaffolding is counted once per schema.
 """
 
 from __future__ import annotations
@@ -28,8 +30,19 @@ class Fitted:
     cut: bool = False
 
 
+_scaffolds: dict[tuple[tuple[str, ...], str], int] = {}  # (models, schema digest) -> tokens
+
+
 def _count(engines: list[Engine], text: str) -> int:
     return max(engine.count_tokens(text) for engine in engines)  # type: ignore[attr-defined]
+
+
+def _scaffold(engines: list[Engine], schema: Schema) -> int:
+    """Tokens of the prompt without the text: counted once per engines and schema, not per record."""
+    key = (tuple(e.model for e in engines), schema.digest)  # the model names its tokenizer
+    if key not in _scaffolds:
+        _scaffolds[key] = _count(engines, "\n".join(m["content"] for m in reasoning_messages(schema, "")))
+    return _scaffolds[key]
 
 
 def fit_source(
@@ -40,8 +53,7 @@ def fit_source(
     if not counted:
         return Fitted(text, None)
     window = min(e.context_window for e in counted)  # type: ignore[attr-defined]
-    scaffold = _count(counted, "\n".join(m["content"] for m in reasoning_messages(schema, "")))
-    fixed = scaffold + REQUEST_TOKENS + formatting
+    fixed = _scaffold(counted, schema) + REQUEST_TOKENS + formatting
     room = window - fixed - reasoning
     if room < MIN_SOURCE_TOKENS:
         raise RequestRejected(
@@ -49,7 +61,9 @@ def fit_source(
             f"{reasoning} reasoning tokens",
             hint="use a model with a larger context, or lower reasoning_max_tokens / format_max_tokens",
         )
-    size = _count(counted, text)
+    size = len(text.encode("utf-8"))  # a token is at least one byte: most texts fit without counting
+    if size > room:
+        size = _count(counted, text)
     cut = size > room
     if cut:
         chars = int(len(text) * room / size)

@@ -40,8 +40,9 @@ def redact(text: str) -> str:
 
 
 def has_password(url: str) -> bool:
-    """True when a URL carries a password (it must then never become a flow parameter)."""
-    return bool(_URL_PASSWORD.search(url))
+    """True when a URL carries a password (it must then never become a flow parameter); an already
+    masked one (`u:***@`) carries none."""
+    return any(match["password"] != MASK for match in _URL_PASSWORD.finditer(url))
 
 
 def install_log_redaction() -> None:

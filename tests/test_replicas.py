@@ -48,7 +48,7 @@ def test_a_dead_replica_is_set_aside_and_the_real_server_answers(vllm_server: Vl
     try:
         found = reasoner.check()
         assert any("set aside" in line for line in found) and len(found) == 2
-        done = reasoner.complete(_record(1), Sampling(8), PROBE)
+        done = reasoner.complete(_record(1), Sampling(16), PROBE)
         assert done.finish_reason == "stop" and done.text.startswith('{"answer"')
         assert reasoner.count_tokens("Taxi 20 EUR") > 0 and reasoner.context_window
     finally:
