@@ -17,6 +17,7 @@ Errors are mapped here (see `base.py`): refused connection, timeout, 408, 429, 5
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -49,6 +50,18 @@ _FINISH: dict[str, FinishReason] = {"stop": "stop", "length": "length", "abort":
 _NEUTRAL = {"top_k": -1, "min_p": 0.0, "presence_penalty": 0.0, "frequency_penalty": 0.0}
 _XGRAMMAR_FORMATS = {"email", "date", "time", "date-time", "duration", "ipv4", "ipv6", "hostname", "uuid"}
 _XGRAMMAR_FORMATS |= {"uri", "uri-reference", "uri-template", "json-pointer", "relative-json-pointer"}
+# Strings that chat tokenizers read as control tokens even inside a message: ChatML and Llama 3
+# (`<|im_start|>`, `<|eot_id|>`), Llama 2 and Mistral (`<s>`, `[INST]`), Gemma and StarCoder-style
+# names (`<start_of_turn>`, `<file_sep>`, `<reponame>`).
+_CONTROL_LIKE = re.compile(r"<\|[^<>|\s]{1,40}\|>|</?s>|\[/?INST\]|<[a-z]+_[a-z_]+>|<(?:reponame|filename)>")
+WORD_JOINER = "\u2060"
+
+
+def plain(content: str) -> str:
+    """`content` with every control-token look-alike broken by an invisible word joiner after its first
+    character, so a record's text can never forge a chat turn: vLLM renders the chat template and its
+    tokenizer turns `<|im_start|>` into the real control token wherever it appears."""
+    return _CONTROL_LIKE.sub(lambda m: m[0][0] + WORD_JOINER + m[0][1:], content)
 
 
 @dataclass(frozen=True)
@@ -200,7 +213,7 @@ class VllmServerEngine:
             )
         body: dict[str, Any] = {
             "model": self._model(),
-            "messages": messages,
+            "messages": [{**m, "content": plain(m["content"])} for m in messages],
             "max_completion_tokens": sampling.max_tokens,
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
