@@ -55,6 +55,18 @@ def print_reports(reports: dict[str, dict[str, Any]]) -> None:
             for gold_label, row in sorted(confusion.items()):
                 table.add_row(gold_label, *(str(row.get(p, "")) for p in predicted))
             out.print(table)
+        if report.get("calibration"):
+            table = Table(title=f"{mode} · min_confidence: share ok against precision of ok")
+            for column in ("threshold", "share ok", "precision of ok"):
+                table.add_column(column, justify="right")
+            for row in report["calibration"]:
+                table.add_row(
+                    f"{row['threshold']:.2f}", _percent(row["share_ok"]), _percent(row["precision_ok"])
+                )
+            out.print(table)
+            chosen = report.get("min_confidence")
+            out.print(f"{mode}: lowest min_confidence with precision of ok >= 95%: "
+                      + (f"{chosen:.2f}" if chosen is not None else "none reaches it"))  # fmt: skip
         if report.get("warning"):
             err.print(f"[yellow]warning:[/] {report['warning']}")
 

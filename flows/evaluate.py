@@ -28,6 +28,7 @@ from db.session import session_factory
 from db.store import store_records
 from flows.runner import checked_engines, chunked, new_context, run_chunks
 from schemas.registry import Schema, load_checked_schema
+from tasks.calibration import Point, curve, least_confidence, recommended
 from tasks.gold import GoldRecord, load_gold
 from tasks.modes import MODES
 from tasks.presets import run_warning
@@ -58,16 +59,22 @@ def _costs(session: Session, run_id: int, records: int, mode: str) -> dict[str, 
 
 def _score_run(session: Session, schema: Schema, run_id: int, golds: list[GoldRecord], source: str) -> dict:
     rows = {
-        key: (status, data, nulled)
-        for key, status, data, nulled in session.execute(
-            select(Record.key, RunResult.status, RunResult.data, RunResult.nulled)
+        key: (status, data, nulled, evidence)
+        for key, status, data, nulled, evidence in session.execute(
+            select(Record.key, RunResult.status, RunResult.data, RunResult.nulled, RunResult.evidence)
             .join(RunResult, RunResult.record_id == Record.id)
             .where(Record.source == source, RunResult.run_id == run_id)
         )
     }
-    missing = ("failed", None, [])  # a record the run did not store counts as no JSON
-    scores = [score_record(schema, g.id, g.gold, *rows.get(g.id, missing)) for g in golds]
-    return summarise(schema, scores, [g.gold for g in golds]).as_dict()
+    missing = ("failed", None, [], None)  # a record the run did not store counts as no JSON
+    scores = [score_record(schema, g.id, g.gold, *rows.get(g.id, missing)[:3]) for g in golds]
+    points = [
+        Point(s.status == "ok", s.outcome == "all_correct", least_confidence(rows.get(g.id, missing)[3]))
+        for g, s in zip(golds, scores, strict=True)
+    ]
+    calibration = curve(points)
+    report = summarise(schema, scores, [g.gold for g in golds]).as_dict()
+    return report | {"calibration": calibration, "min_confidence": recommended(calibration)}
 
 
 def _publish(reports: dict[str, dict[str, Any]], title: str) -> None:
