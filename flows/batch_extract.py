@@ -12,7 +12,6 @@ is refused here (put it in FORMWORK_DB_URL or formwork.toml on the worker instea
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from pathlib import Path
@@ -30,10 +29,6 @@ from tasks.redact import has_password, redact
 from tasks.settings import Settings
 from tasks.sources import InputRecord, read_records
 from tasks.sql_source import SqlRows, SqlSelection, sql_selection, url_label
-
-# pydantic warns that a parameter named `schema` shadows a BaseModel attribute of Prefect's parameter
-# model; the name is the flow's public API and the shadowing is harmless there.
-warnings.filterwarnings("ignore", message='Field name "schema"', category=UserWarning)
 
 
 def _stored_pending(

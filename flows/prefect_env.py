@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,14 +22,22 @@ DEFAULTS = {
 }
 
 
+def quiet_and_redacted() -> None:
+    """What every process running a flow needs, the CLI or a deployment's worker: secrets redacted from
+    every log record, and pydantic's harmless warning about the flows' `schema` parameter (it shadows
+    a BaseModel attribute of Prefect's parameter model; the name is the flows' public API) silenced."""
+    from tasks.redact import install_log_redaction
+
+    install_log_redaction()
+    warnings.filterwarnings("ignore", message='Field name "schema"', category=UserWarning)
+
+
 def apply_defaults() -> None:
     """Set the defaults above in the environment; call before Prefect reads its settings.
 
     Also redacts secrets (URL passwords, the vLLM API key) from every log record of this process.
     """
-    from tasks.redact import install_log_redaction
-
-    install_log_redaction()
+    quiet_and_redacted()
     for key, value in DEFAULTS.items():
         os.environ.setdefault(key, value)
     home = Path(os.environ.get("PREFECT_HOME", Path.home() / ".prefect")).expanduser()

@@ -28,6 +28,7 @@ from db.claims import heartbeat, mark_crashed
 from db.queries import RunSummary, run_summary
 from db.store import QueuePolicy, finish_run, start_run
 from flows.artifacts import publish_run
+from flows.prefect_env import quiet_and_redacted
 from schemas.registry import Schema
 from tasks.chunk import RunContext, process_chunk
 from tasks.engines import check_engines, engines_for
@@ -37,6 +38,7 @@ from tasks.presets import run_warning
 from tasks.settings import Settings
 
 logger = logging.getLogger(__name__)
+quiet_and_redacted()  # deployments import the flows without the CLI
 
 
 @contextmanager

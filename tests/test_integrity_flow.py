@@ -87,6 +87,15 @@ def test_secrets_never_reach_errors_flow_parameters_or_the_wire_unasked(tmp_path
         assert fake.requests[-1]["headers"]["Authorization"] == "Bearer sk-test-0123456789"
     with pytest.raises(ValueError, match="must not carry a password"):
         batch_extract.fn("in.jsonl", "expense", db_url="postgresql://u:pw@db/x")
+    import logging
+
+    from flows.prefect_env import quiet_and_redacted
+
+    quiet_and_redacted()  # what the CLI and every flow module install
+    logged = logging.getLogger("formwork.test").makeRecord(
+        "formwork.test", logging.ERROR, __file__, 1, "cannot reach %s", ("postgresql://u:hunter2@db/x",), None
+    )
+    assert logged.getMessage() == "cannot reach postgresql://u:***@db/x"
     script = str(ROOT / "deploy/vllm/serve_gpu.sh")
     env = {**os.environ, "HOST": "0.0.0.0"}
     refused = subprocess.run(["bash", script, "some/model"], env=env, capture_output=True, text=True)
