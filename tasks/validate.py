@@ -25,6 +25,7 @@ from typing import Any, Literal
 from schemas.paths import Path, null_target, path_text, semantic_errors, set_null
 from schemas.registry import Schema
 from tasks.confidence import chosen_paths, field_confidences, min_confidence
+from tasks.copies import copies
 from tasks.engines.base import Completion
 from tasks.grounding import Evidence, ground
 
@@ -103,6 +104,14 @@ def parse_path(text: str) -> Path:
     return tuple(int(index) if index else key for index, key in PATH_PART.findall(text))
 
 
+def _copied(copy: Evidence, original: Evidence) -> str:
+    shown = json.dumps(copy.value, ensure_ascii=False)
+    return (
+        f"{copy.path} {shown} is the text that gives {original.path}, not a value of its own; "
+        f"give the {copy.path} the text names, or null if it names none"
+    )
+
+
 def _evidence_errors(
     schema: Schema, data: dict[str, Any], source: str, formatting: Completion, meta: dict[str, Any] | None,
     bound: float, failing: set[Path],
@@ -114,11 +123,14 @@ def _evidence_errors(
     confidences = field_confidences(schema.checked_body, data, formatting)
     evidence = [replace(e, confidence=confidences.get(e.path)) for e in evidence]
 
+    copied = {copy.path: original for copy, original in copies(evidence)}
+    evidence = [replace(e, grounded=False) if e.path in copied else e for e in evidence]
+
     def fresh(path: Path) -> bool:
         return not any(path[:n] in failing for n in range(len(path) + 1))
 
     errors = [
-        (path, _ungrounded(schema, e))
+        (path, _copied(e, copied[e.path]) if e.path in copied else _ungrounded(schema, e))
         for e in evidence
         if not e.grounded and fresh(path := parse_path(e.path))
     ]
