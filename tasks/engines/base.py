@@ -90,7 +90,7 @@ class Engine(Protocol):
     """Messages + sampling (+ a JSON Schema for the formatting pass) -> a Completion.
 
     `model` names the model for the call rows. `max_concurrency` tells the pipeline how many calls it
-    may have in flight on this engine at once (1 for an in-process model, more for a server).
+    may have in flight on this engine at once (the embedded engine's slots, a server's request limit).
     Implementations must be safe to call from `max_concurrency` threads at once.
     """
 
