@@ -2,11 +2,13 @@
 
 A small model fills free strings with whatever the text offers: `who: "12"` for "Parking, 12 CAD",
 `project: "2024-11-02"` for a note whose only date it is. Both are spans of the text, so grounding
-alone passes them, but those words already back the amount and the date. A quoted value (rule
-`quote`) whose every occurrence lies inside the words that back another field's `value` (a number or
-a date) is therefore not evidence for it. Only quote-inside-value is judged: two quoted fields may
-share words by design (a billing and a shipping name), and a longer phrase that merely contains a
-number ("2 Coffee" beside a quantity of 2) is not inside it.
+alone passes them, but those words already back the amount and the date. So:
+- a quoted value (rule `quote`) whose every occurrence lies inside the words that back another
+  field's `value` (a number or a date) is not evidence for it; a longer phrase that merely contains
+  a number ("2 Coffee" beside a quantity of 2) is not inside it;
+- of two sibling quoted fields with the same value (`organization` repeating `name`), the later one
+  in the schema's order is the copy (enum-first schemas put what a later field depends on first).
+  Siblings only: two line items may well name the same product.
 """
 
 from __future__ import annotations
@@ -18,17 +20,24 @@ def _inside(span: tuple[int, int], spans: tuple[tuple[int, int], ...]) -> bool:
     return any(start <= span[0] and span[1] <= end for start, end in spans)
 
 
+def _parent(path: str) -> str:
+    return path.rpartition(".")[0] if "." in path else ""
+
+
+def _same_words(a: Evidence, b: Evidence) -> bool:
+    return " ".join(str(a.value).casefold().split()) == " ".join(str(b.value).casefold().split())
+
+
 def copies(evidence: list[Evidence]) -> list[tuple[Evidence, Evidence]]:
-    """(copy, original) pairs: a grounded quote whose every span lies inside another value's spans."""
+    """(copy, original) pairs among the grounded values, by the two rules above."""
     values = [e for e in evidence if e.grounded and e.rule == "value" and e.spans]
+    quotes = [e for e in evidence if e.grounded and e.rule == "quote" and e.spans]
     found = []
-    for quote in evidence:
-        if not (quote.grounded and quote.rule == "quote" and quote.spans):
-            continue
-        original = next(
-            (v for v in values if v.path != quote.path and all(_inside(s, v.spans) for s in quote.spans)),
-            None,
-        )
-        if original is not None:
-            found.append((quote, original))
+    for index, quote in enumerate(quotes):
+        inside = [v for v in values if v.path != quote.path and all(_inside(s, v.spans) for s in quote.spans)]
+        repeated = [
+            q for q in quotes[:index] if _parent(q.path) == _parent(quote.path) and _same_words(q, quote)
+        ]
+        if inside or repeated:
+            found.append((quote, (inside or repeated)[0]))
     return found

@@ -37,3 +37,18 @@ def test_distinct_words_and_longer_phrases_stay_grounded() -> None:
     data = {"who": None, "date": "2024-03-03", "amount": 12, "currency": "EUR", "category": "transport",
             "project": "project 12"}  # fmt: skip
     assert _judge(EXPENSE, text, data).status == "ok"
+
+
+def test_a_field_repeating_its_siblings_value_is_the_copy() -> None:
+    text = "Cordialement,\nSophie Laurent\nChargée de communication, Agence Lumière\n01 42 68 53 00"
+    data = {
+        "name": "Sophie Laurent",
+        "email": None,
+        "phone": "01 42 68 53 00",
+        "organization": "Sophie Laurent",
+    }
+    verdict = _judge(CONTACT, text, data)
+    assert verdict.status == "partial" and verdict.nulled == ["organization"]
+    assert verdict.data["name"] == "Sophie Laurent"  # the earlier field is the original
+    data["organization"] = "Agence Lumière"
+    assert _judge(CONTACT, text, data).status == "ok"
