@@ -8,12 +8,18 @@ import math
 
 import pytest
 
-from schemas.registry import load_schema
+from schemas.registry import load_schema, schema_from_body
 from tasks.confidence import field_confidences, value_spans
 from tasks.engines.base import Completion
 from tasks.validate import judge
 
-CHAT = load_schema("chat_tag")
+BUILTIN_CHAT = load_schema("chat_tag")
+# the built-in's own x-min-confidence (0.95) set aside, so the run's threshold is what is tested
+CHAT = schema_from_body(
+    {**BUILTIN_CHAT.body, "properties": {**BUILTIN_CHAT.properties, "emotion": {
+        k: v for k, v in BUILTIN_CHAT.properties["emotion"].items() if k != "x-min-confidence"}}},
+    "chat_tag.json",
+)  # fmt: skip
 TEXT = "Tom: I lost my keys again, great."
 
 
@@ -73,6 +79,11 @@ def test_no_confidence_is_claimed_without_logprobs_or_when_tokens_do_not_spell_t
 
 def notes() -> Completion:
     return Completion("notes", "stop", 1, 1, 0.1, "test")
+
+
+def test_the_built_in_chat_tag_holds_its_emotion_to_its_calibrated_bound() -> None:
+    guessed = judge(BUILTIN_CHAT, TEXT, notes(), tokens(*CHAT_TOKENS))  # "sad" at 0.40 < 0.95
+    assert guessed.status == "failed" and "below 0.95" in " ".join(guessed.errors)
 
 
 def test_a_value_below_the_run_threshold_is_a_field_failure() -> None:
