@@ -25,7 +25,7 @@ from db.store import check_schema_body, records_without_result, store_records
 from db.watermarks import advance_watermark, rows_since_watermark
 from flows.runner import checked_engines, chunked, new_context, run_chunks
 from schemas.registry import Schema, load_checked_schema
-from tasks.redact import has_password, redact
+from tasks.redact import refuse_secret
 from tasks.settings import Settings
 from tasks.sources import InputRecord, read_records
 from tasks.sql_source import SqlRows, SqlSelection, sql_selection, url_label
@@ -69,9 +69,8 @@ def batch_extract(
 ) -> RunSummary:
     """Extract `schema` from every record of `source` (JSONL, CSV, a folder of .txt files, or a
     database URL with `query` or `table`: only rows new or changed since the last finished run)."""
-    for name, value, fix in (("db_url", db_url, "set FORMWORK_DB_URL"), ("source", source, "use PGPASSWORD")):
-        if value and (has_password(value) or redact(value) != value):
-            raise ValueError(f"{name} must not carry a password (flow parameters are stored): {fix}")
+    refuse_secret("db_url", db_url, "set FORMWORK_DB_URL")
+    refuse_secret("source", source, "use PGPASSWORD")
     settings = Settings(**({"db_url": db_url} if db_url else {}))
     chosen = load_checked_schema(schema)
     sql = sql_selection(source, query, table, id_column, text_column, updated_column)

@@ -25,7 +25,7 @@ from db.queue import Claim, claim_due, record_failure, release_stale
 from db.session import session_factory
 from flows.runner import checked_engines, chunked, new_context, run_chunks
 from schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
-from tasks.redact import has_password
+from tasks.redact import refuse_secret
 from tasks.settings import Settings
 
 
@@ -41,8 +41,7 @@ def reprocess_failed(
     worker: str | None = None,
 ) -> list[RunSummary]:
     """Claim up to `limit` due queue entries and run them through both passes again."""
-    if db_url and has_password(db_url):
-        raise ValueError("db_url must not carry a password (flow parameters are stored): set FORMWORK_DB_URL")
+    refuse_secret("db_url", db_url, "set FORMWORK_DB_URL")
     settings = Settings(**{**(overrides or {}), **({"db_url": db_url} if db_url else {})})
     sessions = session_factory(settings.db_url)
     logger = get_run_logger()

@@ -39,10 +39,10 @@ def redact(text: str) -> str:
     return text
 
 
-def has_password(url: str) -> bool:
-    """True when a URL carries a password (it must then never become a flow parameter); an already
-    masked one (`u:***@`) carries none."""
-    return any(match["password"] != MASK for match in _URL_PASSWORD.finditer(url))
+def refuse_secret(name: str, value: str | None, fix: str) -> None:
+    """Raise ValueError when a flow parameter carries a secret: Prefect stores parameters as given."""
+    if value and redact(value) != value:
+        raise ValueError(f"{name} must not carry a password (flow parameters are stored): {fix}")
 
 
 def install_log_redaction() -> None:
