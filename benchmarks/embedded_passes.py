@@ -15,17 +15,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from schemas.budget import format_budget
-from schemas.registry import load_schema
-from tasks.engines.base import Sampling
-from tasks.engines.local import LocalEngine, bundled_model_path, usable_cores
-from tasks.prompts import formatting_messages
+from formwork.schemas.budget import format_budget
+from formwork.schemas.registry import load_schema
+from formwork.tasks.engines.base import Sampling
+from formwork.tasks.engines.local import LocalEngine, bundled_model_path, usable_cores
+from formwork.tasks.prompts import formatting_messages
 
 STORY = [{"role": "user", "content": "Write a long story about a lighthouse keeper and a storm."}]
 TEXTS = [

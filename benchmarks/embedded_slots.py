@@ -12,18 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from schemas.registry import Schema, load_schema
-from tasks.engines.base import Sampling
-from tasks.engines.local import LocalEngine
-from tasks.extract import ExtractOptions, Outcome, extract_record
+from formwork.schemas.registry import Schema, load_schema
+from formwork.tasks.engines.base import Sampling
+from formwork.tasks.engines.local import LocalEngine
+from formwork.tasks.extract import ExtractOptions, Outcome, extract_record
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "expenses.jsonl"
 

@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from flows.evaluate import evaluate
-from flows.prefect_env import apply_defaults, without_heartbeat
-from tasks.modes import MODES
+from formwork.flows.evaluate import evaluate
+from formwork.flows.prefect_env import apply_defaults, without_heartbeat
+from formwork.tasks.modes import MODES
 
 
 def _pct(value: float | None) -> str:

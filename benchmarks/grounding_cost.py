@@ -14,15 +14,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from schemas.registry import load_schema
-from tasks.engines.base import Completion
-from tasks.validate import judge
+from formwork.schemas.registry import load_schema
+from formwork.tasks.engines.base import Completion
+from formwork.tasks.validate import judge
 
 FILLER = (
     "Hi all, following up on the planning call: the venue needs the final head count by Thursday, "
@@ -55,9 +51,9 @@ def time_grounding(schema, output: dict, repeats: int) -> tuple[float, str]:
 
 
 def time_model(schema) -> float:
-    from tasks.engines import open_engines
-    from tasks.extract import ExtractOptions, extract_record
-    from tasks.settings import Settings
+    from formwork.tasks.engines import open_engines
+    from formwork.tasks.extract import ExtractOptions, extract_record
+    from formwork.tasks.settings import Settings
 
     engine, formatter = open_engines(Settings(engine="local"))
     outcome = extract_record(1, TEXT, schema, engine, formatter, ExtractOptions(max_attempts=1))

@@ -24,7 +24,6 @@ import json
 import os
 import platform
 import resource
-import sys
 import tempfile
 import threading
 import time
@@ -32,17 +31,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from flows.prefect_env import apply_defaults, without_heartbeat
+from formwork.flows.prefect_env import apply_defaults, without_heartbeat
 
 apply_defaults()
 
-import flows.batch_extract
-import tasks.chunk
-import tasks.engines
-from tasks.engines.base import Completion
+import formwork.flows.batch_extract
+import formwork.tasks.chunk
+import formwork.tasks.engines
+from formwork.tasks.engines.base import Completion
 
 TEXT = "Taxi to the airport, 20 EUR, Tom, 2024-03-03"
 ANSWER = {"who": "Tom", "date": "2024-03-03", "amount": 20, "currency": "EUR", "category": "transport",
@@ -103,19 +99,20 @@ def main() -> None:
                               for i in range(args.records)))  # fmt: skip
     os.environ.update(FORMWORK_MAX_ATTEMPTS="1", FORMWORK_CONFIG=str(folder / "none.toml"))
     engine = LatencyModel(args.latency, args.in_flight)
-    tasks.engines.open_engines = lambda settings: (engine, engine)
+    formwork.tasks.engines.open_engines = lambda settings: (engine, engine)
     database = [0.0]
-    _timed(flows.batch_extract, "store_records", database)
-    _timed(tasks.chunk, "claim_records", database)
-    _timed(tasks.chunk, "save_chunk", database)
+    _timed(formwork.flows.batch_extract, "store_records", database)
+    _timed(formwork.tasks.chunk, "claim_records", database)
+    _timed(formwork.tasks.chunk, "save_chunk", database)
     body_started: list[float] = []
-    load = flows.batch_extract.load_checked_schema
-    flows.batch_extract.load_checked_schema = lambda *a, **k: (body_started.append(time.perf_counter()),
-                                                                load(*a, **k))[1]  # fmt: skip
+    flow_module = formwork.flows.batch_extract
+    load = flow_module.load_checked_schema
+    flow_module.load_checked_schema = lambda *a, **k: (body_started.append(time.perf_counter()),
+                                                       load(*a, **k))[1]  # fmt: skip
 
     cpu0, called = time.process_time(), time.perf_counter()
     with without_heartbeat():
-        summary = flows.batch_extract.batch_extract(
+        summary = formwork.flows.batch_extract.batch_extract(
             str(source), "expense", db_url=f"sqlite:///{folder / 'bench.db'}", chunk_size=args.chunk_size
         )
     cpu = time.process_time() - cpu0

@@ -15,19 +15,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from schemas.registry import load_schema
-from tasks.engines import open_engines
-from tasks.engines.base import Sampling
-from tasks.extract import ExtractOptions
-from tasks.modes import extract_single_pass
-from tasks.scoring import score_record
-from tasks.settings import Settings
+from formwork.schemas.registry import load_schema
+from formwork.tasks.engines import open_engines
+from formwork.tasks.engines.base import Sampling
+from formwork.tasks.extract import ExtractOptions
+from formwork.tasks.modes import extract_single_pass
+from formwork.tasks.scoring import score_record
+from formwork.tasks.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = [

@@ -18,15 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from schemas.probe import _compiler, probe
-from schemas.registry import SchemaProblem, load_schema
+from formwork.schemas.probe import _compiler, probe
+from formwork.schemas.registry import SchemaProblem, load_schema
 
 
 def collect(root: Path, cfn_every: int) -> list[Path]:

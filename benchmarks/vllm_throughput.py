@@ -49,13 +49,13 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
-from db.models import ModelCall, Result
-from db.session import session_factory
-from flows.prefect_env import apply_defaults
-from schemas.budget import format_budget
-from schemas.registry import Schema, load_schema
-from tasks.prompts import formatting_messages, reasoning_messages
-from tasks.settings import Settings
+from formwork.db.models import ModelCall, Result
+from formwork.db.session import session_factory
+from formwork.flows.prefect_env import apply_defaults
+from formwork.schemas.budget import format_budget
+from formwork.schemas.registry import Schema, load_schema
+from formwork.tasks.prompts import formatting_messages, reasoning_messages
+from formwork.tasks.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
 log = logging.getLogger("vllm_throughput")
@@ -192,7 +192,7 @@ def configure(srv: Server, concurrency: int, reasoning_max_tokens: int, workdir:
 
 
 def run_pipeline(source: Path, db_url: str) -> Measured:
-    from flows.batch_extract import batch_extract
+    from formwork.flows.batch_extract import batch_extract
 
     session_factory(db_url)  # create and migrate the database before the clock starts, as in production
     load = os.getloadavg()[0]
@@ -374,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     apply_defaults()  # before Prefect reads its settings
     from prefect.testing.utilities import prefect_test_harness
 
-    from flows.prefect_env import without_heartbeat
+    from formwork.flows.prefect_env import without_heartbeat
 
     schema = load_schema("expense")
     texts = expense_texts(args.records)

@@ -15,9 +15,9 @@ from datetime import timedelta
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from db.models import RecordClaim, RetryEntry, Run, utcnow
-from db.session import is_postgres, upsert_insert
-from schemas.registry import Schema
+from formwork.db.models import RecordClaim, RetryEntry, Run, utcnow
+from formwork.db.session import is_postgres, upsert_insert
+from formwork.schemas.registry import Schema
 
 KEY = ["record_id", "schema_name", "schema_version"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tasks.redact import redact
+from formwork.tasks.redact import redact
 
 REPLACEMENT = "\ufffd"
 

@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from db.models import ModelCall, Record, Result, Run, RunResult
+from formwork.db.models import ModelCall, Record, Result, Run, RunResult
 
 
 @dataclass

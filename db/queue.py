@@ -26,9 +26,9 @@ from typing import Any
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from db.models import RetryEntry, utcnow
-from db.session import is_postgres, upsert_insert
-from schemas.registry import Schema
+from formwork.db.models import RetryEntry, utcnow
+from formwork.db.session import is_postgres, upsert_insert
+from formwork.schemas.registry import Schema
 
 STATES = ("waiting", "claimed", "dead")
 

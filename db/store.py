@@ -24,15 +24,15 @@ from sqlalchemy import insert, or_, select
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from db.claims import release_held
-from db.clean import clean_text, storable
-from db.models import ModelCall, Record, Result, Run, RunResult, utcnow
-from db.queue import record_failure, record_success
-from db.session import upsert_insert
-from schemas.registry import Schema
-from tasks.extract import Outcome
-from tasks.sources import InputRecord
-from tasks.validate import Verdict
+from formwork.db.claims import release_held
+from formwork.db.clean import clean_text, storable
+from formwork.db.models import ModelCall, Record, Result, Run, RunResult, utcnow
+from formwork.db.queue import record_failure, record_success
+from formwork.db.session import upsert_insert
+from formwork.schemas.registry import Schema
+from formwork.tasks.extract import Outcome
+from formwork.tasks.sources import InputRecord
+from formwork.tasks.validate import Verdict
 
 BATCH = 1000
 KEY_LIMIT = 200  # records.key is String(200)

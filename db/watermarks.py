@@ -15,10 +15,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from db.models import Watermark, utcnow
-from db.session import reader_factory, upsert_insert
-from schemas.registry import Schema
-from tasks.sql_source import SqlRows, SqlSelection, url_label
+from formwork.db.models import Watermark, utcnow
+from formwork.db.session import reader_factory, upsert_insert
+from formwork.schemas.registry import Schema
+from formwork.tasks.sql_source import SqlRows, SqlSelection, url_label
 
 _DECODE = {
     "int": int, "float": float, "str": str, "decimal": Decimal,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from db.queries import RunSummary
+from formwork.db.queries import RunSummary
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def publish_run(sessions: Callable[[], Session], summary: RunSummary, review_dir
 
 def write_review(sessions: Callable[[], Session], run_id: int, folder: Path) -> Path:
     """Write run `run_id`'s review page into `folder` as run-N.html; return its path."""
-    from flows.review import load_review, render_review
+    from formwork.flows.review import load_review, render_review
 
     with sessions() as session:
         items = load_review(session, run_id)

@@ -19,16 +19,16 @@ from pathlib import Path
 from prefect import flow, get_run_logger
 from sqlalchemy.orm import Session
 
-from db.queries import RunSummary
-from db.session import session_factory
-from db.store import check_schema_body, records_without_result, store_records
-from db.watermarks import advance_watermark, rows_since_watermark
-from flows.runner import checked_engines, chunked, new_context, run_chunks
-from schemas.registry import Schema, load_checked_schema
-from tasks.redact import refuse_secret
-from tasks.settings import Settings
-from tasks.sources import InputRecord, read_records
-from tasks.sql_source import SqlRows, SqlSelection, sql_selection, url_label
+from formwork.db.queries import RunSummary
+from formwork.db.session import session_factory
+from formwork.db.store import check_schema_body, records_without_result, store_records
+from formwork.db.watermarks import advance_watermark, rows_since_watermark
+from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
+from formwork.schemas.registry import Schema, load_checked_schema
+from formwork.tasks.redact import refuse_secret
+from formwork.tasks.settings import Settings
+from formwork.tasks.sources import InputRecord, read_records
+from formwork.tasks.sql_source import SqlRows, SqlSelection, sql_selection, url_label
 
 
 def _stored_pending(

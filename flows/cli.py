@@ -17,13 +17,13 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from flows.cli_common import DbOption, Status, database_in_environment, err, fail, out, resolve_db
-from flows.cli_doctor import doctor
-from flows.cli_eval import eval_gold
-from flows.cli_queue import queue, requeue, retry
-from flows.cli_review import review
-from flows.cli_schemas import schemas
-from flows.prefect_env import apply_defaults, without_heartbeat
+from formwork.flows.cli_common import DbOption, Status, database_in_environment, err, fail, out, resolve_db
+from formwork.flows.cli_doctor import doctor
+from formwork.flows.cli_eval import eval_gold
+from formwork.flows.cli_queue import queue, requeue, retry
+from formwork.flows.cli_review import review
+from formwork.flows.cli_schemas import schemas
+from formwork.flows.prefect_env import apply_defaults, without_heartbeat
 
 apply_defaults()
 
@@ -76,13 +76,13 @@ def run(
     ] = None,
 ) -> None:
     """Extract SCHEMA from every record of INPUT; show progress and a summary table."""
-    from db.store import SchemaChanged
-    from flows.batch_extract import batch_extract
-    from schemas.registry import SchemaProblem
-    from tasks.engines.base import EngineError
-    from tasks.progress import listening
-    from tasks.sources import SourceProblem
-    from tasks.sql_source import is_database_url, source_in_environment
+    from formwork.db.store import SchemaChanged
+    from formwork.flows.batch_extract import batch_extract
+    from formwork.schemas.registry import SchemaProblem
+    from formwork.tasks.engines.base import EngineError
+    from formwork.tasks.progress import listening
+    from formwork.tasks.sources import SourceProblem
+    from formwork.tasks.sql_source import is_database_url, source_in_environment
 
     total = None if is_database_url(input) else _count_lines(Path(input))
     if limit is not None and total is not None:
@@ -135,8 +135,8 @@ def results(
     db: DbOption = None,
 ) -> None:
     """Show stored results: a table to read, or JSONL/CSV for the next program."""
-    from db.queries import latest_run_id, result_rows
-    from db.session import reader_factory
+    from formwork.db.queries import latest_run_id, result_rows
+    from formwork.db.session import reader_factory
 
     with reader_factory(resolve_db(db))() as session:
         run_id = run if run is not None else latest_run_id(session)

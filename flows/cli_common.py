@@ -30,7 +30,7 @@ def resolve_db(url: str | None) -> str:
     """The database URL from --db or the settings, normalised like the setting (postgres:// works)."""
     from pydantic import ValidationError
 
-    from tasks.settings import Settings
+    from formwork.tasks.settings import Settings
 
     try:
         return Settings(**({"db_url": url} if url else {})).db_url

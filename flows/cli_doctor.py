@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Literal
 import typer
 from rich.table import Table
 
-from flows.cli_common import DbOption, err, out
-from tasks.redact import redact
+from formwork.flows.cli_common import DbOption, err, out
+from formwork.tasks.redact import redact
 
 if TYPE_CHECKING:
-    from tasks.settings import Settings
+    from formwork.tasks.settings import Settings
 
 State = Literal["ok", "warn", "FAIL"]
 CONNECT_TIMEOUT_S = 5
@@ -38,7 +38,7 @@ class Check:
 def _settings(db: str | None) -> tuple[Check, Settings | None]:
     from pydantic import ValidationError
 
-    from tasks.settings import Settings, _config_file
+    from formwork.tasks.settings import Settings, _config_file
 
     try:
         settings = Settings(**({"db_url": db} if db else {}))
@@ -71,7 +71,7 @@ def _database_checks(url: str) -> list[Check]:
     from sqlalchemy.engine.url import make_url
     from sqlalchemy.exc import SQLAlchemyError
 
-    from db.session import alembic_config
+    from formwork.db.session import alembic_config
 
     parsed = make_url(url)
     shown = parsed.render_as_string(hide_password=True)
@@ -109,10 +109,10 @@ def _local_engine(settings: Settings) -> Check:
     """The model file, the two native imports, then a load and a 16-token schema-constrained probe."""
     import json
 
-    from tasks.engines import open_engines
-    from tasks.engines.base import Sampling
-    from tasks.engines.local import bundled_model_path
-    from tasks.engines.vllm_server import PROBE_SCHEMA
+    from formwork.tasks.engines import open_engines
+    from formwork.tasks.engines.base import Sampling
+    from formwork.tasks.engines.local import bundled_model_path
+    from formwork.tasks.engines.vllm_server import PROBE_SCHEMA
 
     try:
         path = settings.local_model_path or bundled_model_path()
@@ -137,8 +137,8 @@ def _local_engine(settings: Settings) -> Check:
 
 def _vllm_engines(s: Settings) -> list[Check]:
     """Each distinct server: served models, version, and the structured-output probe (check())."""
-    from tasks.engines.base import EngineError
-    from tasks.engines.vllm_server import VllmServerEngine
+    from formwork.tasks.engines.base import EngineError
+    from formwork.tasks.engines.vllm_server import VllmServerEngine
 
     servers = {(s.vllm_url, s.vllm_model): "reasoning"}
     formatting = (s.vllm_format_url or s.vllm_url, s.vllm_format_model or s.vllm_model)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from flows.cli_common import DbOption, err, fail, out, resolve_db
+from formwork.flows.cli_common import DbOption, err, fail, out, resolve_db
 
 
 def _percent(value: float | None) -> str:
@@ -83,11 +83,11 @@ def eval_gold(
     db: DbOption = None,
 ) -> None:
     """Run gold records through the pipeline, score them, store the scores, print tables, draw a chart."""
-    from flows.evaluate import evaluate
-    from flows.prefect_env import without_heartbeat
-    from schemas.registry import SchemaProblem
-    from tasks.engines.base import EngineError
-    from tasks.gold import GoldProblem
+    from formwork.flows.evaluate import evaluate
+    from formwork.flows.prefect_env import without_heartbeat
+    from formwork.schemas.registry import SchemaProblem
+    from formwork.tasks.engines.base import EngineError
+    from formwork.tasks.gold import GoldProblem
 
     if mode and compare:
         fail("use --mode or --compare, not both")

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from flows.cli_common import DbOption, database_in_environment, fail, out, resolve_db
+from formwork.flows.cli_common import DbOption, database_in_environment, fail, out, resolve_db
 
 
 def _parse_overrides(pairs: list[str]) -> dict[str, str]:
@@ -31,8 +31,8 @@ def retry(
     """Reprocess the due entries of the retry queue, optionally with other settings."""
     from pydantic import ValidationError
 
-    from flows.prefect_env import without_heartbeat
-    from flows.reprocess_failed import reprocess_failed
+    from formwork.flows.prefect_env import without_heartbeat
+    from formwork.flows.reprocess_failed import reprocess_failed
 
     try:
         with without_heartbeat(), database_in_environment(resolve_db(db)):
@@ -52,8 +52,8 @@ def queue(
     db: DbOption = None,
 ) -> None:
     """Show the retry queue: entries, attempts, next try and last error."""
-    from db.queue import list_entries, queue_counts
-    from db.session import reader_factory
+    from formwork.db.queue import list_entries, queue_counts
+    from formwork.db.session import reader_factory
 
     with reader_factory(resolve_db(db))() as session:
         counts, entries = queue_counts(session), list_entries(session, state, limit)
@@ -74,8 +74,8 @@ def requeue(
     db: DbOption = None,
 ) -> None:
     """Put a queue entry (dead or waiting) back for an immediate retry, attempts reset."""
-    from db.queue import requeue as requeue_entry
-    from db.session import session_factory
+    from formwork.db.queue import requeue as requeue_entry
+    from formwork.db.session import session_factory
 
     with session_factory(resolve_db(db))() as session:
         try:

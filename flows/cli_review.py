@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from flows.cli_common import DbOption, err, fail, resolve_db
+from formwork.flows.cli_common import DbOption, err, fail, resolve_db
 
 
 def review(
@@ -19,9 +19,9 @@ def review(
     db: DbOption = None,
 ) -> None:
     """Write the review page: texts with highlighted evidence, JSON, statuses, errors, notes."""
-    from db.queries import latest_run_id
-    from db.session import session_factory
-    from flows.review import STATUSES, load_review, render_review
+    from formwork.db.queries import latest_run_id
+    from formwork.db.session import session_factory
+    from formwork.flows.review import STATUSES, load_review, render_review
 
     unknown = sorted(set(status or []) - set(STATUSES))
     if unknown:

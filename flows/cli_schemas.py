@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from flows.cli_common import err, out
+from formwork.flows.cli_common import err, out
 
 
 class SchemaFormat(StrEnum):
@@ -27,7 +27,7 @@ class SchemaFormat(StrEnum):
 
 def check_one(spec: str, strict: bool) -> dict[str, Any]:
     """The verdict on one schema file (or package.module:Model), as the jsonl line says it."""
-    from schemas.registry import SchemaProblem, load_checked_schema
+    from formwork.schemas.registry import SchemaProblem, load_checked_schema
 
     try:
         schema = load_checked_schema(spec, strict=strict)
@@ -74,7 +74,7 @@ def schemas(
     strict: Annotated[bool, typer.Option(help="refuse a schema that would need changing")] = False,
 ) -> None:
     """List the built-in schemas, or check your own: accepted, what was changed and why, or refused."""
-    from schemas.registry import builtin_names, load_schema
+    from formwork.schemas.registry import builtin_names, load_schema
 
     if files:
         verdicts = [check_one(spec, strict) for spec in files]

@@ -23,18 +23,18 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from db.models import EvalRun, ModelCall, Record, Run, RunResult
-from db.session import session_factory
-from db.store import store_records
-from flows.runner import checked_engines, chunked, new_context, run_chunks
-from schemas.registry import Schema, load_checked_schema
-from tasks.calibration import Point, curve, least_confidence, recommended
-from tasks.gold import GoldRecord, load_gold
-from tasks.modes import MODES
-from tasks.presets import run_warning
-from tasks.scoring import OUTCOMES, score_record, summarise
-from tasks.settings import Settings
-from tasks.sources import InputRecord
+from formwork.db.models import EvalRun, ModelCall, Record, Run, RunResult
+from formwork.db.session import session_factory
+from formwork.db.store import store_records
+from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
+from formwork.schemas.registry import Schema, load_checked_schema
+from formwork.tasks.calibration import Point, curve, least_confidence, recommended
+from formwork.tasks.gold import GoldRecord, load_gold
+from formwork.tasks.modes import MODES
+from formwork.tasks.presets import run_warning
+from formwork.tasks.scoring import OUTCOMES, score_record, summarise
+from formwork.tasks.settings import Settings
+from formwork.tasks.sources import InputRecord
 
 
 def _costs(session: Session, run_id: int, records: int, mode: str) -> dict[str, Any]:
@@ -142,7 +142,7 @@ def evaluate(
     title = f"{chosen.label} on {Path(gold).name}, {len(golds)} records, {settings.engine} engine"
     _publish(reports, title)
     if chart:
-        from tasks.eval_chart import write_chart
+        from formwork.tasks.eval_chart import write_chart
 
         write_chart(reports, chart, title)
     return reports

@@ -26,7 +26,7 @@ def quiet_and_redacted() -> None:
     """What every process running a flow needs, the CLI or a deployment's worker: secrets redacted from
     every log record, and pydantic's harmless warning about the flows' `schema` parameter (it shadows
     a BaseModel attribute of Prefect's parameter model; the name is the flows' public API) silenced."""
-    from tasks.redact import install_log_redaction
+    from formwork.tasks.redact import install_log_redaction
 
     install_log_redaction()
     warnings.filterwarnings("ignore", message='Field name "schema"', category=UserWarning)

@@ -20,13 +20,13 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from db.queries import RunSummary
-from db.queue import Claim, claim_due, record_failure, release_stale
-from db.session import session_factory
-from flows.runner import checked_engines, chunked, new_context, run_chunks
-from schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
-from tasks.redact import refuse_secret
-from tasks.settings import Settings
+from formwork.db.queries import RunSummary
+from formwork.db.queue import Claim, claim_due, record_failure, release_stale
+from formwork.db.session import session_factory
+from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
+from formwork.schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
+from formwork.tasks.redact import refuse_secret
+from formwork.tasks.settings import Settings
 
 
 def worker_name() -> str:

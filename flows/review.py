@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from db.models import ModelCall, Record, Result
+from formwork.db.models import ModelCall, Record, Result
 
 STATUSES = ("ok", "partial", "failed")
 INDEX = re.compile(r"\[\d+\]")

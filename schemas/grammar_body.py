@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from schemas.budget import FREE_ARRAY_ITEMS, FREE_STRING_CHARS
-from schemas.walk import Node, pointer_part, types_of
+from formwork.schemas.budget import FREE_ARRAY_ITEMS, FREE_STRING_CHARS
+from formwork.schemas.walk import Node, pointer_part, types_of
 
 # Keywords XGrammar 0.2.9 enforces (tests/test_probe.py samples each and finds no violation).
 ENFORCED = {"type", "properties", "required", "additionalProperties", "enum", "const", "items",

@@ -14,12 +14,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from schemas.walk import walk
+from formwork.schemas.walk import walk
 
 
 def lint_schema(body: dict[str, Any]) -> list[str]:
     """Every way `body` departs from the enum-first rules, as messages that say what to change."""
-    from schemas.normalise import NormaliseProblem, normalise
+    from formwork.schemas.normalise import NormaliseProblem, normalise
 
     try:
         report = normalise(body)

@@ -23,11 +23,11 @@ import copy
 
 from jsonschema import validators
 
-from schemas.grammar_body import CHECKED_AFTER, ENFORCED, GrammarBuilder, Normalised, show
-from schemas.paths import accepts_null
-from schemas.refs import RefProblem, inline_refs
-from schemas.walk import Node, map_subschemas, types_of
-from tasks.grounding import grounding_problems
+from formwork.schemas.grammar_body import CHECKED_AFTER, ENFORCED, GrammarBuilder, Normalised, show
+from formwork.schemas.paths import accepts_null
+from formwork.schemas.refs import RefProblem, inline_refs
+from formwork.schemas.walk import Node, map_subschemas, types_of
+from formwork.tasks.grounding import grounding_problems
 
 ROOT_FIELD = "value"
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from schemas.walk import Node, types_of
+from formwork.schemas.walk import Node, types_of
 
 Path = tuple[str | int, ...]
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote
 
-from schemas.walk import Node, map_subschemas
+from formwork.schemas.walk import Node, map_subschemas
 
 MAX_INLINED_NODES = 20_000  # a schema that grows past this by inlining is refused, not expanded forever
 DEFINITIONS = ("$defs", "definitions")

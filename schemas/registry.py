@@ -23,9 +23,9 @@ from jsonschema import validators
 from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 
-from schemas.lint import grammar_compile_error
-from schemas.normalise import Normalised, NormaliseProblem, normalise
-from schemas.walk import types_of
+from formwork.schemas.lint import grammar_compile_error
+from formwork.schemas.normalise import Normalised, NormaliseProblem, normalise
+from formwork.schemas.walk import types_of
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 
@@ -102,7 +102,7 @@ def load_schema(name_or_path: str | Path, strict: bool = False) -> Schema:
 
     `strict` refuses any schema the normaliser would have to change. Raise SchemaProblem.
     """
-    from schemas.pydantic_source import is_model_spec, model_schema
+    from formwork.schemas.pydantic_source import is_model_spec, model_schema
 
     path = Path(name_or_path)
     if path.suffix != ".json" and (BUILTIN_DIR / f"{name_or_path}.json").exists():

@@ -13,7 +13,7 @@ alone passes them, but those words already back the amount and the date. So:
 
 from __future__ import annotations
 
-from tasks.grounding import Evidence
+from formwork.tasks.grounding import Evidence
 
 
 def _inside(span: tuple[int, int], spans: tuple[tuple[int, int], ...]) -> bool:

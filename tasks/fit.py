@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schemas.registry import Schema
-from tasks.engines.base import Engine, RequestRejected
-from tasks.prompts import reasoning_messages
+from formwork.schemas.registry import Schema
+from formwork.tasks.engines.base import Engine, RequestRejected
+from formwork.tasks.prompts import reasoning_messages
 
 REQUEST_TOKENS = 256  # the formatting request, validation feedback and chat-template markers
 MIN_SOURCE_TOKENS = 32

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schemas.registry import Schema
+from formwork.schemas.registry import Schema
 
 
 class GoldProblem(ValueError):

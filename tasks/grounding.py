@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Literal
 
-from tasks.grounding_values import ValueFinder
+from formwork.tasks.grounding_values import ValueFinder
 
 Rule = Literal["quote", "value", "none"]
 Kind = Literal["exact", "normalised", "fuzzy", "derived", "none"]

@@ -19,15 +19,15 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from schemas.budget import format_budget
-from schemas.registry import Schema
-from tasks.engines.base import Completion, Engine, EngineError, Message, Sampling
-from tasks.extract import BUDGET_CAP, RANK, ExtractOptions, Outcome, _Caller
-from tasks.fit import fit_source
-from tasks.parsing import parse_ladder
-from tasks.presets import guard, preset
-from tasks.prompts import MAX_SOURCE_CHARS, field_guide
-from tasks.validate import Verdict, judge
+from formwork.schemas.budget import format_budget
+from formwork.schemas.registry import Schema
+from formwork.tasks.engines.base import Completion, Engine, EngineError, Message, Sampling
+from formwork.tasks.extract import BUDGET_CAP, RANK, ExtractOptions, Outcome, _Caller
+from formwork.tasks.fit import fit_source
+from formwork.tasks.parsing import parse_ladder
+from formwork.tasks.presets import guard, preset
+from formwork.tasks.prompts import MAX_SOURCE_CHARS, field_guide
+from formwork.tasks.validate import Verdict, judge
 
 MODES = ("two-pass", "one-pass", "one-pass-reasoning", "prompt-json")
 REASONING_FIELD = "reasoning"

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Literal
 
-from tasks.engines.base import Sampling
+from formwork.tasks.engines.base import Sampling
 
 PresetName = Literal["greedy", "chat"]
 PRESETS: dict[str, Sampling] = {

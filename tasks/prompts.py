@@ -11,8 +11,8 @@ import hashlib
 import json
 from typing import Any
 
-from schemas.registry import Schema
-from tasks.engines.base import Message
+from formwork.schemas.registry import Schema
+from formwork.tasks.engines.base import Message
 
 MAX_SOURCE_CHARS = 6000  # the source is cut here in prompts (the full text stays in the database)
 

@@ -31,7 +31,7 @@ from datetime import date
 from functools import cache
 from typing import Any, Literal
 
-from schemas.registry import Schema
+from formwork.schemas.registry import Schema
 
 OutcomeName = Literal["no_json", "schema_mismatch", "content_wrong", "all_correct"]
 OUTCOMES: tuple[OutcomeName, ...] = ("no_json", "schema_mismatch", "content_wrong", "all_correct")

@@ -87,7 +87,7 @@ class Settings(BaseSettings):
 
     def api_key(self) -> str | None:
         """The vLLM API key, from the setting or its file; registered so that every message masks it."""
-        from tasks.redact import register_secret
+        from formwork.tasks.redact import register_secret
 
         key = self.vllm_api_key.get_secret_value() if self.vllm_api_key else None
         if key is None and self.vllm_api_key_file is not None:

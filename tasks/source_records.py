@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from tasks.prompts import MAX_SOURCE_CHARS
+from formwork.tasks.prompts import MAX_SOURCE_CHARS
 
 INVALID_UTF8 = "invalid UTF-8 bytes were replaced with U+FFFD"
 LONE_SURROGATES = "lone surrogates were replaced with U+FFFD"

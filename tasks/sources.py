@@ -18,11 +18,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from tasks.source_csv import read_csv
-from tasks.source_files import FILE_SUFFIXES, read_file, read_folder
-from tasks.source_jsonl import read_jsonl
-from tasks.source_keys import KeyBook
-from tasks.source_records import InputRecord, SourceProblem
+from formwork.tasks.source_csv import read_csv
+from formwork.tasks.source_files import FILE_SUFFIXES, read_file, read_folder
+from formwork.tasks.source_jsonl import read_jsonl
+from formwork.tasks.source_keys import KeyBook
+from formwork.tasks.source_records import InputRecord, SourceProblem
 
 __all__ = ["InputRecord", "SourceProblem", "read_records"]
 

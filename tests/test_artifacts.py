@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from flows.batch_extract import batch_extract
+from formwork.flows.batch_extract import batch_extract
 
 pytestmark = pytest.mark.slow
 

@@ -15,13 +15,13 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from db.models import ModelCall, Record, Result, RetryEntry, Run
-from db.session import session_factory
-from flows.batch_extract import batch_extract
-from flows.cli import app
-from schemas.registry import load_schema
-from tasks.prompts import MAX_SOURCE_CHARS, formatting_messages, prompt_hash, reasoning_messages
-from tasks.settings import Settings
+from formwork.db.models import ModelCall, Record, Result, RetryEntry, Run
+from formwork.db.session import session_factory
+from formwork.flows.batch_extract import batch_extract
+from formwork.flows.cli import app
+from formwork.schemas.registry import load_schema
+from formwork.tasks.prompts import MAX_SOURCE_CHARS, formatting_messages, prompt_hash, reasoning_messages
+from formwork.tasks.settings import Settings
 
 pytestmark = pytest.mark.slow
 

@@ -6,15 +6,15 @@ import json
 
 from sqlalchemy import select
 
-from db.models import Result, RetryEntry
-from db.session import session_factory
-from db.store import store_records
-from flows.runner import new_context
-from schemas.registry import load_schema
-from tasks.chunk import process_chunk
-from tasks.engines.base import Completion
-from tasks.settings import Settings
-from tasks.sources import InputRecord
+from formwork.db.models import Result, RetryEntry
+from formwork.db.session import session_factory
+from formwork.db.store import store_records
+from formwork.flows.runner import new_context
+from formwork.schemas.registry import load_schema
+from formwork.tasks.chunk import process_chunk
+from formwork.tasks.engines.base import Completion
+from formwork.tasks.settings import Settings
+from formwork.tasks.sources import InputRecord
 
 CHAT = json.dumps({"speaker": None, "emotion": "happy", "reply": "Nice!"})
 

@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from schemas.registry import load_schema, schema_from_body
-from tasks.confidence import field_confidences, value_spans
-from tasks.engines.base import Completion
-from tasks.validate import judge
+from formwork.schemas.registry import load_schema, schema_from_body
+from formwork.tasks.confidence import field_confidences, value_spans
+from formwork.tasks.engines.base import Completion
+from formwork.tasks.validate import judge
 
 BUILTIN_CHAT = load_schema("chat_tag")
 # the built-in's own x-min-confidence (0.95) set aside, so the run's threshold is what is tested

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from schemas.registry import load_schema
-from tasks.engines.base import Completion
-from tasks.validate import judge
+from formwork.schemas.registry import load_schema
+from formwork.tasks.engines.base import Completion
+from formwork.tasks.validate import judge
 
 EXPENSE, CONTACT = load_schema("expense"), load_schema("contact")
 PARKING = "Parking at the client site, 12 CAD, 2024-11-02, project Maple"

@@ -12,15 +12,15 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Engine, func, inspect, select
 from sqlalchemy import types as sqltypes
 
-import db.store
-from db.models import Base, ModelCall, Record, Result
-from db.queue import queue_counts
-from db.session import alembic_config, get_engine, session_factory
-from db.store import QueuePolicy, records_without_result, save_outcomes, start_run, store_records
-from schemas.registry import load_schema
-from tasks.extract import CallLog, Outcome
-from tasks.sources import InputRecord
-from tasks.validate import Verdict
+import formwork.db.store
+from formwork.db.models import Base, ModelCall, Record, Result
+from formwork.db.queue import queue_counts
+from formwork.db.session import alembic_config, get_engine, session_factory
+from formwork.db.store import QueuePolicy, records_without_result, save_outcomes, start_run, store_records
+from formwork.schemas.registry import load_schema
+from formwork.tasks.extract import CallLog, Outcome
+from formwork.tasks.sources import InputRecord
+from formwork.tasks.validate import Verdict
 
 EXPENSE = load_schema("expense")
 EXPENSE_V2 = dataclasses.replace(EXPENSE, version=EXPENSE.version + 1)
@@ -174,7 +174,7 @@ def _records(n: int, text: str = "text") -> list[InputRecord]:
 
 
 def test_store_records_is_idempotent_per_source_key_and_text(any_db_url: str, monkeypatch) -> None:
-    monkeypatch.setattr(db.store, "BATCH", 3)  # 7 records: three transactions, across batch edges
+    monkeypatch.setattr(formwork.db.store, "BATCH", 3)  # 7 records: three transactions, across batch edges
     with session_factory(any_db_url)() as session:
         first = store_records(session, "a.jsonl", _records(7))
         again = store_records(session, "a.jsonl", _records(7))

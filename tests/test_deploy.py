@@ -17,7 +17,7 @@ DEPLOYMENTS = yaml.safe_load((ROOT / "deploy" / "prefect.yaml").read_text())["de
 @pytest.mark.parametrize("deployment", DEPLOYMENTS, ids=[d["name"] for d in DEPLOYMENTS])
 def test_each_deployment_points_at_a_flow_with_those_parameters(deployment: dict) -> None:
     path, name = deployment["entrypoint"].split(":")
-    flow = getattr(importlib.import_module(path.removesuffix(".py").replace("/", ".")), name)
+    flow = getattr(importlib.import_module("formwork." + path.removesuffix(".py").replace("/", ".")), name)
     accepted = set(inspect.signature(flow.fn).parameters)
     assert set(deployment.get("parameters", {})) <= accepted
     for schedule in deployment.get("schedules", []):

@@ -31,8 +31,8 @@ import pytest
 from sqlalchemy import func, select, update
 from sqlalchemy.engine.url import make_url
 
-from db.models import ModelCall, Record, Result, RetryEntry, Run
-from db.session import session_factory
+from formwork.db.models import ModelCall, Record, Result, RetryEntry, Run
+from formwork.db.session import session_factory
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFECT = str(Path(sys.executable).with_name("prefect"))

@@ -7,8 +7,8 @@ import socket
 import pytest
 from typer.testing import CliRunner
 
-from db.session import get_engine
-from flows.cli import app
+from formwork.db.session import get_engine
+from formwork.flows.cli import app
 
 runner = CliRunner()
 PASSWORD = "s3cret-pw-77"
@@ -33,7 +33,7 @@ def test_a_healthy_sqlite_and_embedded_setup_passes(local_engine, db_url, monkey
 
 
 def test_a_new_sqlite_file_is_fine_and_not_created(tmp_path) -> None:
-    from flows.cli_doctor import diagnose
+    from formwork.flows.cli_doctor import diagnose
 
     path = tmp_path / "later.db"
     checks = {check.name: check for check in diagnose(f"sqlite:///{path}")}
@@ -44,8 +44,8 @@ def test_a_new_sqlite_file_is_fine_and_not_created(tmp_path) -> None:
 def test_a_database_behind_head_is_a_warning_not_a_migration(tmp_path) -> None:
     from alembic import command
 
-    from db.session import alembic_config
-    from flows.cli_doctor import diagnose
+    from formwork.db.session import alembic_config
+    from formwork.flows.cli_doctor import diagnose
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
     command.upgrade(alembic_config(url), "0001")

@@ -9,11 +9,11 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from db.models import EvalRun, Run
-from db.session import session_factory
-from flows.cli import app
-from schemas.registry import load_schema
-from tasks.gold import GoldProblem, load_gold
+from formwork.db.models import EvalRun, Run
+from formwork.db.session import session_factory
+from formwork.flows.cli import app
+from formwork.schemas.registry import load_schema
+from formwork.tasks.gold import GoldProblem, load_gold
 
 runner = CliRunner()
 GOLD = Path(__file__).parent.parent / "examples" / "gold" / "expense.jsonl"

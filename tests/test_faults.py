@@ -28,13 +28,13 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from db.models import ModelCall, Record, Result, RetryEntry, Run
-from db.queue import requeue
-from db.session import session_factory
-from flows import runner
-from flows.batch_extract import batch_extract, source_label
-from flows.reprocess_failed import reprocess_failed
-from tasks.settings import Settings
+from formwork.db.models import ModelCall, Record, Result, RetryEntry, Run
+from formwork.db.queue import requeue
+from formwork.db.session import session_factory
+from formwork.flows import runner
+from formwork.flows.batch_extract import batch_extract, source_label
+from formwork.flows.reprocess_failed import reprocess_failed
+from formwork.tasks.settings import Settings
 from tests import vllm_fixture as vf
 from tests.misbehaving_server import MisbehavingServer
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import func, select
 
-import tasks.engines
-from db.models import ModelCall, Record, Result, Run
-from db.session import session_factory
-from flows.batch_extract import batch_extract
-from schemas.registry import SchemaProblem
+import formwork.tasks.engines
+from formwork.db.models import ModelCall, Record, Result, Run
+from formwork.db.session import session_factory
+from formwork.flows.batch_extract import batch_extract
+from formwork.schemas.registry import SchemaProblem
 
 pytestmark = pytest.mark.slow
 
@@ -73,7 +73,7 @@ def test_records_are_stored_before_any_model_sees_them(
                 seen.append(_count(sessions, select(func.count(Record.id))))
             return local_engine.complete(*args, **kwargs)
 
-    monkeypatch.setattr(tasks.engines, "open_engines", lambda settings: (Spy(), Spy()))
+    monkeypatch.setattr(formwork.tasks.engines, "open_engines", lambda settings: (Spy(), Spy()))
     batch_extract(str(write_jsonl(GOOD)), "expense", db_url=db_url)
     assert seen == [2]
 

@@ -7,10 +7,10 @@ from datetime import date
 
 import pytest
 
-from schemas.registry import load_schema
-from tasks.engines.base import Completion
-from tasks.grounding import Source, default_rule, ground, grounding_problems
-from tasks.validate import judge
+from formwork.schemas.registry import load_schema
+from formwork.tasks.engines.base import Completion
+from formwork.tasks.grounding import Source, default_rule, ground, grounding_problems
+from formwork.tasks.validate import judge
 
 EXPENSE = load_schema("expense")
 CONTACT = load_schema("contact")

@@ -13,11 +13,11 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, text
 
-from db.claims import claim_records, heartbeat, mark_crashed
-from db.models import ModelCall, Record, Result, Run
-from db.queries import result_rows, run_summary
-from db.session import reader_factory, session_factory
-from db.store import (
+from formwork.db.claims import claim_records, heartbeat, mark_crashed
+from formwork.db.models import ModelCall, Record, Result, Run
+from formwork.db.queries import result_rows, run_summary
+from formwork.db.session import reader_factory, session_factory
+from formwork.db.store import (
     QueuePolicy,
     SchemaChanged,
     check_schema_body,
@@ -27,10 +27,10 @@ from db.store import (
     store_records,
     text_digest,
 )
-from schemas.registry import load_schema
-from tasks.extract import CallLog, Outcome
-from tasks.sources import InputRecord
-from tasks.validate import Verdict
+from formwork.schemas.registry import load_schema
+from formwork.tasks.extract import CallLog, Outcome
+from formwork.tasks.sources import InputRecord
+from formwork.tasks.validate import Verdict
 
 EXPENSE = load_schema("expense")
 RUN = dict(flow="test", source="a.jsonl", engine="fake", reasoning_model="m", formatting_model="m")

@@ -12,19 +12,19 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from db.models import Record, Result, RetryEntry
-from db.session import session_factory
-from db.store import text_digest
-from flows.batch_extract import batch_extract
-from flows.cli import app
-from flows.cli_common import resolve_db
-from flows.reprocess_failed import reprocess_failed
-from schemas.registry import load_schema
-from tasks.chunk import ChunkNotStarted, retry_can_help
-from tasks.engines.base import EngineUnavailable, RequestRejected, Sampling
-from tasks.engines.vllm_server import VllmServerEngine
-from tasks.extract import ExtractOptions, extract_record
-from tasks.fit import fit_source
+from formwork.db.models import Record, Result, RetryEntry
+from formwork.db.session import session_factory
+from formwork.db.store import text_digest
+from formwork.flows.batch_extract import batch_extract
+from formwork.flows.cli import app
+from formwork.flows.cli_common import resolve_db
+from formwork.flows.reprocess_failed import reprocess_failed
+from formwork.schemas.registry import load_schema
+from formwork.tasks.chunk import ChunkNotStarted, retry_can_help
+from formwork.tasks.engines.base import EngineUnavailable, RequestRejected, Sampling
+from formwork.tasks.engines.vllm_server import VllmServerEngine
+from formwork.tasks.extract import ExtractOptions, extract_record
+from formwork.tasks.fit import fit_source
 from tests.misbehaving_server import MisbehavingServer
 
 runner = CliRunner()
@@ -89,7 +89,7 @@ def test_secrets_never_reach_errors_flow_parameters_or_the_wire_unasked(tmp_path
         batch_extract.fn("in.jsonl", "expense", db_url="postgresql://u:pw@db/x")
     import logging
 
-    from flows.prefect_env import quiet_and_redacted
+    from formwork.flows.prefect_env import quiet_and_redacted
 
     quiet_and_redacted()  # what the CLI and every flow module install
     logged = logging.getLogger("formwork.test").makeRecord(
@@ -118,7 +118,7 @@ def test_prefect_retries_a_chunk_only_before_any_model_call() -> None:
 @pytest.fixture(scope="module")
 def small_context_engine():
     """The bundled model with a 2,048-token context: a text overflows it without a long prefill."""
-    from tasks.engines.local import LocalEngine
+    from formwork.tasks.engines.local import LocalEngine
 
     return LocalEngine(n_ctx=2048, slots=1)
 

@@ -12,11 +12,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from schemas.budget import format_budget
-from schemas.registry import load_schema
-from tasks.engines.base import Sampling
-from tasks.engines.local import LocalEngine
-from tasks.prompts import formatting_messages, reasoning_messages
+from formwork.schemas.budget import format_budget
+from formwork.schemas.registry import load_schema
+from formwork.tasks.engines.base import Sampling
+from formwork.tasks.engines.local import LocalEngine
+from formwork.tasks.prompts import formatting_messages, reasoning_messages
 
 pytestmark = pytest.mark.slow
 

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from schemas.budget import format_budget
-from schemas.registry import load_schema
-from tasks.engines.base import RequestRejected, Sampling
-from tasks.prompts import formatting_messages
+from formwork.schemas.budget import format_budget
+from formwork.schemas.registry import load_schema
+from formwork.tasks.engines.base import RequestRejected, Sampling
+from formwork.tasks.prompts import formatting_messages
 
 pytestmark = pytest.mark.slow
 

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from tasks.engines.base import Sampling
-from tasks.engines.sampling import (
+from formwork.tasks.engines.base import Sampling
+from formwork.tasks.engines.sampling import (
     banned_by_ngrams,
     keep_top_k,
     keep_top_p,
@@ -95,8 +95,8 @@ def test_masked_logprob_is_a_log_softmax_over_the_allowed_tokens() -> None:
 
 
 def test_vllm_refuses_the_ngram_ban_it_cannot_apply_before_any_request() -> None:
-    from tasks.engines.base import RequestRejected
-    from tasks.engines.vllm_server import VllmServerEngine
+    from formwork.tasks.engines.base import RequestRejected
+    from formwork.tasks.engines.vllm_server import VllmServerEngine
 
     engine = VllmServerEngine("http://127.0.0.1:9/v1", "any", max_concurrency=1, timeout_s=1)
     try:

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from schemas.registry import load_schema
-from tasks.engines.base import Sampling
-from tasks.extract import ExtractOptions, extract_record
-from tasks.modes import MODES, REASONING_FIELD, with_reasoning_field
-from tasks.parsing import STEPS
-from tasks.presets import PRESETS, guard, preset, run_warning
+from formwork.schemas.registry import load_schema
+from formwork.tasks.engines.base import Sampling
+from formwork.tasks.extract import ExtractOptions, extract_record
+from formwork.tasks.modes import MODES, REASONING_FIELD, with_reasoning_field
+from formwork.tasks.parsing import STEPS
+from formwork.tasks.presets import PRESETS, guard, preset, run_warning
 
 GOLD = Path(__file__).parent.parent / "examples" / "gold" / "expense.jsonl"
 TEXTS = [json.loads(line)["text"] for line in GOLD.read_text().splitlines()[:2]]

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from schemas.lint import grammar_compile_error
-from schemas.normalise import NormaliseProblem, normalise
-from schemas.registry import SchemaProblem, load_schema, schema_from_body
+from formwork.schemas.lint import grammar_compile_error
+from formwork.schemas.normalise import NormaliseProblem, normalise
+from formwork.schemas.registry import SchemaProblem, load_schema, schema_from_body
 
 
 def obj(**properties: dict) -> dict:

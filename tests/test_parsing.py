@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.parsing import first_balanced, parse_ladder
+from formwork.tasks.parsing import first_balanced, parse_ladder
 
 
 @pytest.mark.parametrize(

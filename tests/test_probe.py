@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.normalise import ENFORCED, normalise
-from schemas.probe import probe
+from formwork.schemas.normalise import ENFORCED, normalise
+from formwork.schemas.probe import probe
 
 
 def wrap(node: dict) -> dict:

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from schemas.lint import grammar_compile_error
-from schemas.registry import SchemaProblem, load_checked_schema, load_schema
-from tasks.engines.base import Completion
-from tasks.validate import judge
+from formwork.schemas.lint import grammar_compile_error
+from formwork.schemas.registry import SchemaProblem, load_checked_schema, load_schema
+from formwork.tasks.engines.base import Completion
+from formwork.tasks.validate import judge
 
 SPEC = "tests.pydantic_models:Receipt"
 

@@ -18,8 +18,8 @@ import pytest
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
-from db.models import RetryEntry
-from db.queue import (
+from formwork.db.models import RetryEntry
+from formwork.db.queue import (
     Claim,
     backoff_seconds,
     claim_due,
@@ -30,10 +30,10 @@ from db.queue import (
     release_stale,
     requeue,
 )
-from db.session import session_factory
-from db.store import store_records
-from schemas.registry import load_schema
-from tasks.sources import InputRecord
+from formwork.db.session import session_factory
+from formwork.db.store import store_records
+from formwork.schemas.registry import load_schema
+from formwork.tasks.sources import InputRecord
 
 REPO = Path(__file__).resolve().parents[1]
 EXPENSE = load_schema("expense")
@@ -222,8 +222,8 @@ def test_list_entries_filters_orders_and_limits(session: Session, ids: list[int]
 WORKER = """
 import sys, time
 from pathlib import Path
-from db.queue import claim_due
-from db.session import session_factory
+from formwork.db.queue import claim_due
+from formwork.db.session import session_factory
 
 url, name, folder = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 make_session = session_factory(url)

@@ -10,11 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tasks.engines import open_engines
-from tasks.engines.base import EngineUnavailable, Sampling
-from tasks.engines.replicas import ReplicaSet
-from tasks.engines.vllm_server import VllmServerEngine
-from tasks.settings import Settings
+from formwork.tasks.engines import open_engines
+from formwork.tasks.engines.base import EngineUnavailable, Sampling
+from formwork.tasks.engines.replicas import ReplicaSet
+from formwork.tasks.engines.vllm_server import VllmServerEngine
+from formwork.tasks.settings import Settings
 from tests.misbehaving_server import MisbehavingServer
 from tests.vllm_fixture import VllmServer
 
@@ -89,7 +89,7 @@ def test_a_replica_dying_mid_batch_costs_its_records_nothing() -> None:
 def test_a_global_limit_bounds_requests_in_flight_across_runs(prefect_harness) -> None:
     from prefect.client.orchestration import get_client
 
-    from tasks.engines.limited import GloballyLimited, limit_name
+    from formwork.tasks.engines.limited import GloballyLimited, limit_name
 
     with MisbehavingServer("sleep", sleep_s=0.5) as fake:
         assert limit_name(fake.base_url.replace("://", "://ops:secret@")) == limit_name(fake.base_url)

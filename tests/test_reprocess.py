@@ -6,12 +6,12 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from db.models import ModelCall, Result, RetryEntry, Run
-from db.queue import list_entries, requeue
-from db.session import session_factory
-from flows.batch_extract import batch_extract
-from flows.cli import app
-from flows.reprocess_failed import reprocess_failed
+from formwork.db.models import ModelCall, Result, RetryEntry, Run
+from formwork.db.queue import list_entries, requeue
+from formwork.db.session import session_factory
+from formwork.flows.batch_extract import batch_extract
+from formwork.flows.cli import app
+from formwork.flows.reprocess_failed import reprocess_failed
 
 pytestmark = pytest.mark.slow
 RECORDS = [

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from schemas.registry import load_schema
-from tasks.engines.base import Completion, EngineUnavailable
-from tasks.extract import ExtractOptions, extract_record, looping
+from formwork.schemas.registry import load_schema
+from formwork.tasks.engines.base import Completion, EngineUnavailable
+from formwork.tasks.extract import ExtractOptions, extract_record, looping
 
 pytestmark = pytest.mark.slow
 CHAT = load_schema("chat_tag")

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from db.session import session_factory
-from db.store import QueuePolicy, save_outcomes, start_run, store_records
-from schemas.registry import load_schema
-from tasks.engines.base import Completion
-from tasks.extract import CallLog, Outcome
-from tasks.sources import InputRecord
-from tasks.validate import judge
+from formwork.db.session import session_factory
+from formwork.db.store import QueuePolicy, save_outcomes, start_run, store_records
+from formwork.schemas.registry import load_schema
+from formwork.tasks.engines.base import Completion
+from formwork.tasks.extract import CallLog, Outcome
+from formwork.tasks.sources import InputRecord
+from formwork.tasks.validate import judge
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPENSE = load_schema("expense")
@@ -76,7 +76,7 @@ def test_the_review_page_highlights_the_stored_spans_and_filters(
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    from flows.cli import app
+    from formwork.flows.cli import app
 
     outcomes = _store_run(db_url)
     assert [o.verdict.status for o in outcomes] == ["ok", "partial", "failed", "ok"]
@@ -117,7 +117,7 @@ def test_the_review_page_highlights_the_stored_spans_and_filters(
 
 
 def test_review_rejects_an_unknown_status(db_url: str, tmp_path: Path) -> None:
-    from flows.cli import app
+    from formwork.flows.cli import app
 
     result = CliRunner().invoke(
         app, ["review", "--db", db_url, "--status", "good", "--out", str(tmp_path / "r.html")]

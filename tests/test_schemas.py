@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from schemas.budget import format_budget
-from schemas.lint import grammar_compile_error, lint_schema
-from schemas.registry import SchemaProblem, builtin_names, load_schema
+from formwork.schemas.budget import format_budget
+from formwork.schemas.lint import grammar_compile_error, lint_schema
+from formwork.schemas.registry import SchemaProblem, builtin_names, load_schema
 
 
 def test_builtin_schemas_are_versioned_and_have_critical_fields() -> None:

@@ -6,7 +6,7 @@ import json
 
 from typer.testing import CliRunner
 
-from flows.cli import app
+from formwork.flows.cli import app
 
 runner = CliRunner()
 LOOSE = {"type": "object", "properties": {"note": {"type": "string", "description": "a note"}}}

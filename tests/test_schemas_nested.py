@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from schemas.budget import format_budget
-from schemas.registry import load_schema, schema_from_body
-from tasks.engines.base import Completion, Sampling
-from tasks.prompts import field_guide, formatting_messages
-from tasks.validate import judge
+from formwork.schemas.budget import format_budget
+from formwork.schemas.registry import load_schema, schema_from_body
+from formwork.tasks.engines.base import Completion, Sampling
+from formwork.tasks.prompts import field_guide, formatting_messages
+from formwork.tasks.validate import judge
 
 RECEIPT = load_schema("receipt")
 GOOD = {

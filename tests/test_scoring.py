@@ -8,9 +8,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from schemas.registry import load_schema, schema_from_body
-from tasks.scoring import compare, rule_for, score_record, summarise
-from tasks.validate import Verdict
+from formwork.schemas.registry import load_schema, schema_from_body
+from formwork.tasks.scoring import compare, rule_for, score_record, summarise
+from formwork.tasks.validate import Verdict
 
 
 def _score(schema, record, gold, verdict):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tasks.sources import SourceProblem, read_records
+from formwork.tasks.sources import SourceProblem, read_records
 
 
 def test_jsonl_keeps_bad_lines_as_records_with_a_problem(write_jsonl) -> None:

@@ -7,7 +7,7 @@ import codecs
 
 import pytest
 
-from tasks.sources import SourceProblem, read_records
+from formwork.tasks.sources import SourceProblem, read_records
 from tests.test_sources import assert_storable
 
 BOM = codecs.BOM_UTF8

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import os
 
-from tasks.sources import read_records
+from formwork.tasks.sources import read_records
 from tests.test_sources import assert_storable
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.sources import read_records
+from formwork.tasks.sources import read_records
 from tests.test_sources import assert_storable
 
 

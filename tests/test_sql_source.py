@@ -32,11 +32,11 @@ from sqlalchemy import (
 from sqlalchemy.engine.url import make_url
 from typer.testing import CliRunner
 
-from db.models import Base, ModelCall, Record, Result, Watermark
-from db.session import session_factory
-from flows.cli import app
-from tasks.sources import SourceProblem
-from tasks.sql_source import read_sql, sql_selection, url_label
+from formwork.db.models import Base, ModelCall, Record, Result, Watermark
+from formwork.db.session import session_factory
+from formwork.flows.cli import app
+from formwork.tasks.sources import SourceProblem
+from formwork.tasks.sql_source import read_sql, sql_selection, url_label
 
 PASSWORD = "Src-s3cret-91"
 T0 = datetime(2025, 3, 1, 8, 0, tzinfo=UTC)

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from schemas.registry import load_schema
-from tasks.engines.base import Completion
-from tasks.validate import judge
+from formwork.schemas.registry import load_schema
+from formwork.tasks.engines.base import Completion
+from formwork.tasks.validate import judge
 
 EXPENSE = load_schema("expense")
 CONTACT = load_schema("contact")

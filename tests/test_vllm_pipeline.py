@@ -24,13 +24,13 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from db.models import ModelCall, Record, Result, Run
-from db.queries import RunSummary
-from db.session import session_factory
-from flows.batch_extract import batch_extract, source_label
-from schemas.registry import builtin_names, load_schema
-from tasks.engines.base import EngineError
-from tasks.settings import Settings
+from formwork.db.models import ModelCall, Record, Result, Run
+from formwork.db.queries import RunSummary
+from formwork.db.session import session_factory
+from formwork.flows.batch_extract import batch_extract, source_label
+from formwork.schemas.registry import builtin_names, load_schema
+from formwork.tasks.engines.base import EngineError
+from formwork.tasks.settings import Settings
 from tests.vllm_fixture import VllmServer
 
 pytestmark = [pytest.mark.vllm, pytest.mark.usefixtures("prefect_harness")]

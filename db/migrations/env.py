@@ -3,7 +3,7 @@
 from alembic import context
 from sqlalchemy import create_engine
 
-from db.models import Base
+from formwork.db.models import Base
 
 
 def run() -> None:

@@ -12,13 +12,13 @@ from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
-from tasks.engines.base import Engine
-from tasks.settings import Settings
+from formwork.tasks.engines.base import Engine
+from formwork.tasks.settings import Settings
 
 
 @cache
 def _local(model_path: str | None, n_ctx: int, threads: int | None, slots: int) -> Engine:
-    from tasks.engines.local import LocalEngine
+    from formwork.tasks.engines.local import LocalEngine
 
     return LocalEngine(Path(model_path) if model_path else None, n_ctx=n_ctx, n_threads=threads, slots=slots)
 
@@ -29,7 +29,7 @@ def open_engines(settings: Settings) -> tuple[Engine, Engine]:
         path = str(settings.local_model_path) if settings.local_model_path else None
         engine = _local(path, settings.local_n_ctx, settings.local_threads, settings.local_slots)
         return engine, engine
-    from tasks.engines.vllm_server import VllmServerEngine
+    from formwork.tasks.engines.vllm_server import VllmServerEngine
 
     def server(urls: str, model: str | None) -> Engine:
         """One server, or a replica set when `urls` lists several (comma-separated)."""
@@ -41,12 +41,12 @@ def open_engines(settings: Settings) -> tuple[Engine, Engine]:
             for url in urls.split(",") if url.strip()
         ]  # fmt: skip
         if settings.vllm_global_limit:
-            from tasks.engines.limited import GloballyLimited
+            from formwork.tasks.engines.limited import GloballyLimited
 
             engines = [GloballyLimited(e, settings.vllm_global_limit) for e in engines]  # type: ignore[misc]
         if len(engines) == 1:
             return engines[0]
-        from tasks.engines.replicas import ReplicaSet
+        from formwork.tasks.engines.replicas import ReplicaSet
 
         return ReplicaSet(engines)
 

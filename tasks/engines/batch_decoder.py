@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from tasks.engines.base import EngineError, EngineUnavailable, FinishReason, Sampling
-from tasks.engines.grammar import Grammars
-from tasks.engines.llama_runtime import BATCH, LlamaRuntime
-from tasks.engines.sampling import masked_logprob, pick
+from formwork.tasks.engines.base import EngineError, EngineUnavailable, FinishReason, Sampling
+from formwork.tasks.engines.grammar import Grammars
+from formwork.tasks.engines.llama_runtime import BATCH, LlamaRuntime
+from formwork.tasks.engines.sampling import masked_logprob, pick
 
 
 @dataclass(eq=False)

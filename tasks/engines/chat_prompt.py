@@ -14,7 +14,7 @@ import re
 import uuid
 from collections.abc import Callable
 
-from tasks.engines.base import Message
+from formwork.tasks.engines.base import Message
 
 Tokenize = Callable[[str, bool], list[int]]  # (text, special) -> token ids
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tasks.engines.base import JsonSchema, require
+from formwork.tasks.engines.base import JsonSchema, require
 
 
 class Grammars:

@@ -13,8 +13,8 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
-from tasks.engines.base import Completion, JsonSchema, Message, Sampling
-from tasks.engines.vllm_server import VllmServerEngine
+from formwork.tasks.engines.base import Completion, JsonSchema, Message, Sampling
+from formwork.tasks.engines.vllm_server import VllmServerEngine
 
 
 def limit_name(base_url: str) -> str:

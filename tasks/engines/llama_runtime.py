@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from tasks.engines.base import EngineUnavailable, require
+from formwork.tasks.engines.base import EngineUnavailable, require
 
 BATCH = 512  # tokens per llama_decode: prompts are evaluated in chunks of this size
 

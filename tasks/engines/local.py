@@ -20,11 +20,11 @@ import os
 import threading
 from pathlib import Path
 
-from tasks.engines.base import Completion, JsonSchema, Message, RequestRejected, Sampling
-from tasks.engines.batch_decoder import BatchDecoder, Job, Timings
-from tasks.engines.chat_prompt import ChatPrompt
-from tasks.engines.grammar import Grammars
-from tasks.engines.llama_runtime import LlamaRuntime
+from formwork.tasks.engines.base import Completion, JsonSchema, Message, RequestRejected, Sampling
+from formwork.tasks.engines.batch_decoder import BatchDecoder, Job, Timings
+from formwork.tasks.engines.chat_prompt import ChatPrompt
+from formwork.tasks.engines.grammar import Grammars
+from formwork.tasks.engines.llama_runtime import LlamaRuntime
 
 BUNDLED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 DEFAULT_SLOTS = 4

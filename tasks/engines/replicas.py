@@ -18,8 +18,8 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from tasks.engines.base import Completion, EngineUnavailable, JsonSchema, Message, Sampling
-from tasks.engines.vllm_server import VllmServerEngine
+from formwork.tasks.engines.base import Completion, EngineUnavailable, JsonSchema, Message, Sampling
+from formwork.tasks.engines.vllm_server import VllmServerEngine
 
 AFFINITY_LIMIT = 10_000  # conversations remembered (a few records' worth per slot in flight)
 

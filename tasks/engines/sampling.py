@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tasks.engines.base import Sampling
+from formwork.tasks.engines.base import Sampling
 
 
 def penalise_repeats(logits: np.ndarray, previous: Sequence[int], penalty: float) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from tasks.engines.base import (
+from formwork.tasks.engines.base import (
     Completion,
     EngineError,
     EngineUnavailable,
@@ -35,7 +35,7 @@ from tasks.engines.base import (
     RequestRejected,
     Sampling,
 )
-from tasks.redact import redact, register_secret
+from formwork.tasks.redact import redact, register_secret
 
 PROBE_SCHEMA: JsonSchema = {
     "title": "formwork_probe",
