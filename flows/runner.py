@@ -24,18 +24,18 @@ from typing import TypeVar
 from prefect import get_run_logger
 from sqlalchemy.orm import Session
 
-from db.claims import heartbeat, mark_crashed
-from db.queries import RunSummary, run_summary
-from db.store import QueuePolicy, finish_run, start_run
-from flows.artifacts import publish_run
-from flows.prefect_env import quiet_and_redacted
-from schemas.registry import Schema
-from tasks.chunk import RunContext, process_chunk
-from tasks.engines import check_engines, engines_for
-from tasks.engines.base import Engine
-from tasks.extract import ExtractOptions
-from tasks.presets import run_warning
-from tasks.settings import Settings
+from formwork.db.claims import heartbeat, mark_crashed
+from formwork.db.queries import RunSummary, run_summary
+from formwork.db.store import QueuePolicy, finish_run, start_run
+from formwork.flows.artifacts import publish_run
+from formwork.flows.prefect_env import quiet_and_redacted
+from formwork.schemas.registry import Schema
+from formwork.tasks.chunk import RunContext, process_chunk
+from formwork.tasks.engines import check_engines, engines_for
+from formwork.tasks.engines.base import Engine
+from formwork.tasks.extract import ExtractOptions
+from formwork.tasks.presets import run_warning
+from formwork.tasks.settings import Settings
 
 logger = logging.getLogger(__name__)
 quiet_and_redacted()  # deployments import the flows without the CLI
@@ -77,17 +77,7 @@ def new_context(
         )
     if crashed:
         get_run_logger().warning("%d earlier runs stopped without finishing: marked crashed", crashed)
-    options = ExtractOptions(
-        reasoning_max_tokens=settings.reasoning_max_tokens,
-        reasoning_temperature=settings.reasoning_temperature,
-        reasoning_repetition_penalty=settings.reasoning_repetition_penalty,
-        format_max_tokens=settings.format_max_tokens,
-        max_attempts=settings.max_attempts,
-        min_confidence=settings.min_confidence,
-        mode=settings.mode,
-        preset=settings.preset,
-        allow_chat_in_constrained=settings.allow_chat_in_constrained,
-    )
+    options = ExtractOptions.from_settings(settings)
     warning = run_warning(settings.preset, settings.allow_chat_in_constrained)
     if warning:
         get_run_logger().warning("run %s: %s", run_id, warning)

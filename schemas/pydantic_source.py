@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import importlib
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 SPEC = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
@@ -25,7 +28,7 @@ def model_schema(spec: str) -> dict[str, Any]:
     """The validation JSON Schema of the Pydantic model `spec` names; raise SchemaProblem."""
     from pydantic import BaseModel
 
-    from schemas.registry import SchemaProblem
+    from formwork.schemas.registry import SchemaProblem
 
     module_name, _, attribute = spec.partition(":")
     try:
@@ -38,8 +41,15 @@ def model_schema(spec: str) -> dict[str, Any]:
         target = getattr(target, part)
     if not (isinstance(target, type) and issubclass(target, BaseModel)):
         raise SchemaProblem(f"{spec}: {attribute!r} is not a Pydantic model (a BaseModel subclass)")
+    return class_body(target, spec)
+
+
+def class_body(model: type[BaseModel], source: str) -> dict[str, Any]:
+    """The validation JSON Schema of a Pydantic model class; raise SchemaProblem."""
+    from formwork.schemas.registry import SchemaProblem
+
     try:
-        body = target.model_json_schema(mode="validation")
+        body = model.model_json_schema(mode="validation")
     except Exception as exc:  # pydantic raises PydanticInvalidForJsonSchema and friends
-        raise SchemaProblem(f"{spec}: Pydantic cannot describe it as JSON Schema: {exc}") from exc
+        raise SchemaProblem(f"{source}: Pydantic cannot describe it as JSON Schema: {exc}") from exc
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **body}

@@ -29,15 +29,15 @@ from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from db.claims import claim_records
-from db.models import Record
-from db.queue import unclaim
-from db.store import QueuePolicy, records_without_result, save_chunk
-from schemas.registry import Schema
-from tasks.engines.base import Engine
-from tasks.extract import ExtractOptions, Outcome, extract_record
-from tasks.progress import record_done
-from tasks.validate import Verdict
+from formwork.db.claims import claim_records
+from formwork.db.models import Record
+from formwork.db.queue import unclaim
+from formwork.db.store import QueuePolicy, records_without_result, save_chunk
+from formwork.schemas.registry import Schema
+from formwork.tasks.engines.base import Engine
+from formwork.tasks.extract import ExtractOptions, Outcome, extract_safely
+from formwork.tasks.progress import record_done
+from formwork.tasks.validate import Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -108,17 +108,11 @@ def process_chunk(context: RunContext, record_ids: list[int]) -> list[str]:
     rows = _claimed_rows(context, record_ids)
 
     def one(row: Any) -> Outcome:
-        try:
-            if row.problem:
-                outcome = _input_problem(row.id, row.problem)
-            else:
-                outcome = extract_record(
-                    row.id, row.text, context.schema, context.reasoner, context.formatter, context.options,
-                    row.meta,
-                )  # fmt: skip
-        except Exception as exc:  # an unmapped fault fails this record, never the night's batch
-            logger.exception("record %s: unexpected error", row.id)
-            outcome = Outcome(row.id, Verdict("failed", None, [f"internal error: {exc!r}"]), attempts=0)
+        if row.problem:
+            outcome = _input_problem(row.id, row.problem)
+        else:
+            engines = (context.reasoner, context.formatter)
+            outcome = extract_safely(row.id, row.text, context.schema, engines, context.options, row.meta)
         record_done(outcome.verdict.status)
         return outcome
 

@@ -15,18 +15,21 @@ is logged as a `CallLog` and becomes a row.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from schemas.budget import format_budget
-from schemas.registry import Schema
-from tasks.engines.base import Completion, Engine, EngineError, Message, Sampling
-from tasks.fit import fit_source
-from tasks.presets import guard, preset
-from tasks.prompts import formatting_messages, prompt_hash, reasoning_messages
-from tasks.validate import Verdict, judge
+from formwork.schemas.budget import format_budget
+from formwork.schemas.registry import Schema
+from formwork.tasks.engines.base import Completion, Engine, EngineError, Message, Sampling
+from formwork.tasks.fit import fit_source
+from formwork.tasks.presets import guard, preset
+from formwork.tasks.prompts import formatting_messages, prompt_hash, reasoning_messages
+from formwork.tasks.settings import Settings
+from formwork.tasks.validate import Verdict, judge
 
 PassName = Literal["reasoning", "formatting"]
+logger = logging.getLogger(__name__)
 RANK = {"ok": 2, "partial": 1, "failed": 0}
 BUDGET_CAP = 4096
 
@@ -44,6 +47,21 @@ class ExtractOptions:
     mode: str = "two-pass"  # or one-pass, one-pass-reasoning, prompt-json (tasks/modes.py)
     preset: str = "greedy"  # sampling of the call that writes the JSON (tasks/presets.py)
     allow_chat_in_constrained: bool = False  # let a chat preset through the guard (warned)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ExtractOptions:
+        """The options a flow run or an API call takes from the configuration."""
+        return cls(
+            reasoning_max_tokens=settings.reasoning_max_tokens,
+            reasoning_temperature=settings.reasoning_temperature,
+            reasoning_repetition_penalty=settings.reasoning_repetition_penalty,
+            format_max_tokens=settings.format_max_tokens,
+            max_attempts=settings.max_attempts,
+            min_confidence=settings.min_confidence,
+            mode=settings.mode,
+            preset=settings.preset,
+            allow_chat_in_constrained=settings.allow_chat_in_constrained,
+        )
 
 
 @dataclass
@@ -129,7 +147,7 @@ def extract_record(
     `meta` is the record's meta; its `reference_date` lets relative dates count as grounded.
     """
     if options.mode != "two-pass":
-        from tasks.modes import extract_single_pass
+        from formwork.tasks.modes import extract_single_pass
 
         return extract_single_pass(record_id, text, schema, reasoner, options, meta=meta)
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
@@ -179,3 +197,19 @@ def extract_record(
     if cut:
         outcome.verdict.errors.append(f"note: the text was cut to {len(text)} characters to fit the context")
     return outcome
+
+
+def extract_safely(
+    record_id: int,
+    text: str,
+    schema: Schema,
+    engines: tuple[Engine, Engine],
+    options: ExtractOptions,
+    meta: dict[str, Any] | None = None,
+) -> Outcome:
+    """`extract_record`, with an unmapped fault failing this record instead of the whole batch."""
+    try:
+        return extract_record(record_id, text, schema, *engines, options, meta)
+    except Exception as exc:
+        logger.exception("record %s: unexpected error", record_id)
+        return Outcome(record_id, Verdict("failed", None, [f"internal error: {exc!r}"]), attempts=0)

@@ -1,0 +1,120 @@
+"""Formwork from Python: a list of texts in, validated rows out, with no file, database or flow run.
+
+    from formwork.flows.api import extract
+
+    rows = extract(["Taxi to the airport, 42.80 EUR, Sam"], schema=Expense)  # a Pydantic model class
+    for row in rows:
+        print(row.status, row.model, row.errors)
+
+For code that already has its texts in memory (a notebook, a web handler, a user's own Prefect flow).
+Each text gets exactly what a batch run gives a record: both passes, validation, grounding, the
+in-run retries, and a status of ok, partial or failed with every reason. Nothing is stored; use
+`batch_extract` for the database, the retry queue and resumable runs. The engine and its settings come
+from the usual configuration (formwork.toml, FORMWORK_* variables) unless `settings` is passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import date
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from formwork.schemas.pydantic_source import class_body
+from formwork.schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
+from formwork.tasks.engines import check_engines, engines_for
+from formwork.tasks.extract import ExtractOptions, Outcome, extract_safely
+from formwork.tasks.settings import Settings
+from formwork.tasks.validate import Verdict
+
+M = TypeVar("M", bound=BaseModel)
+SchemaSource = type[BaseModel] | str | Path | dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Extracted(Generic[M]):
+    """One text's result: the status, the JSON, and the model instance when the schema is a class."""
+
+    text: str
+    status: str  # ok, partial (failing fields nulled, listed in `nulled`) or failed
+    data: dict[str, Any] | None
+    model: M | None = None  # `data` validated by the Pydantic class; None when no class was given
+    errors: list[str] = field(default_factory=list)
+    nulled: list[str] = field(default_factory=list)
+    evidence: list[dict[str, Any]] = field(default_factory=list)  # where the text backs each value
+    reasoning_finish: str | None = None
+    formatting_finish: str | None = None
+    attempts: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def resolve_schema(schema: SchemaSource) -> Schema:
+    """A checked, compiled Schema from a Pydantic class, a built-in name, a file, a model spec or a body."""
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        source = f"{schema.__module__}:{schema.__qualname__}"
+        return load_checked_body(class_body(schema, source), source)
+    if isinstance(schema, dict):
+        return load_checked_body(schema, "<dict>")
+    if isinstance(schema, str | Path):
+        return load_checked_schema(schema)
+    raise SchemaProblem(
+        f"schema must be a Pydantic model class, a name, a path or a dict, not {type(schema)}"
+    )
+
+
+def _as_row(text: str, outcome: Outcome, model_class: type[M] | None) -> Extracted[M]:
+    """The outcome as the caller sees it; a row the Pydantic class rejects fails rather than lies."""
+    verdict, instance = outcome.verdict, None
+    if model_class is not None and verdict.data is not None:
+        try:
+            instance = model_class.model_validate(verdict.data)
+        except ValidationError as exc:
+            verdict = Verdict("failed", verdict.data, [*verdict.errors, f"the model class rejects it: {exc}"])
+    return Extracted(
+        text, verdict.status, verdict.data, instance, list(verdict.errors), list(verdict.nulled),
+        list(verdict.evidence), outcome.reasoning_finish, outcome.formatting_finish, outcome.attempts,
+    )  # fmt: skip
+
+
+def extract(
+    texts: Sequence[str],
+    schema: type[M] | str | Path | dict[str, Any],
+    *,
+    settings: Settings | None = None,
+    reference_date: date | None = None,
+) -> list[Extracted[M]]:
+    """Extract every text with `schema`, in order, as many at a time as the engine serves.
+
+    `reference_date` lets relative dates ("yesterday") count as backed by the text. Raises
+    SchemaProblem for a schema that cannot run and EngineError when the engine fails its start-up
+    check; a bad text (empty, not a string) is a failed row, never an exception.
+    """
+    settings = settings or Settings()
+    checked = resolve_schema(schema)
+    model_class = schema if isinstance(schema, type) else None
+    options = ExtractOptions.from_settings(settings)
+    meta = {"reference_date": reference_date.isoformat()} if reference_date else None
+
+    with engines_for(settings) as (reasoner, formatter):
+        check_engines(reasoner, formatter)
+
+        def one(numbered: tuple[int, Any]) -> Extracted[M]:
+            number, text = numbered
+            if not isinstance(text, str) or not text.strip():
+                bad = Outcome(
+                    number, Verdict("failed", None, ["bad input: the text is empty or not a string"]), 0
+                )
+                return _as_row(str(text or ""), bad, None)
+            outcome = extract_safely(number, text, checked, (reasoner, formatter), options, meta)
+            return _as_row(text, outcome, model_class)
+
+        workers = min(reasoner.max_concurrency, formatter.max_concurrency)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="formwork-api") as pool:
+            return list(pool.map(one, enumerate(texts, start=1)))
