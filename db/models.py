@@ -98,7 +98,19 @@ class ModelCall(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
-class Result(Base):
+class Answer:
+    """What a run decided for a record: the columns of `results` (latest) and `run_results` (history)."""
+
+    data: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))  # SQL NULL, not 'null'
+    errors: Mapped[list[str]] = mapped_column(default=list)
+    nulled: Mapped[list[str]] = mapped_column(default=list)
+    reasoning_finish: Mapped[str | None] = mapped_column(String(20))
+    formatting_finish: Mapped[str | None] = mapped_column(String(20))
+    attempts: Mapped[int] = mapped_column(Integer, default=1)
+    evidence: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)  # tasks.grounding, per value
+
+
+class Result(Answer, Base):
     __tablename__ = "results"
     __table_args__ = (UniqueConstraint("record_id", "schema_name", "schema_version"),)
 
@@ -110,15 +122,8 @@ class Result(Base):
     text_hash: Mapped[str] = mapped_column(String(64), default="")
     schema_hash: Mapped[str] = mapped_column(String(64), default="", index=True)
     status: Mapped[str] = mapped_column(String(10), index=True)  # ok, partial, failed
-    data: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))  # SQL NULL, not 'null'
-    errors: Mapped[list[str]] = mapped_column(default=list)
-    nulled: Mapped[list[str]] = mapped_column(default=list)
-    reasoning_finish: Mapped[str | None] = mapped_column(String(20))
-    formatting_finish: Mapped[str | None] = mapped_column(String(20))
     retryable: Mapped[bool] = mapped_column(default=False)
-    attempts: Mapped[int] = mapped_column(Integer, default=1)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
-    evidence: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)  # tasks.grounding, per value
 
 
 class RetryEntry(Base):
@@ -141,7 +146,7 @@ class RetryEntry(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
 
 
-class RunResult(Base):
+class RunResult(Answer, Base):
     """One run's answer for one record, written once: the history behind `results --run N`."""
 
     __tablename__ = "run_results"
@@ -150,13 +155,6 @@ class RunResult(Base):
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
     record_id: Mapped[int] = mapped_column(ForeignKey("records.id"), index=True)
     status: Mapped[str] = mapped_column(String(10))
-    data: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
-    errors: Mapped[list[str]] = mapped_column(default=list)
-    nulled: Mapped[list[str]] = mapped_column(default=list)
-    reasoning_finish: Mapped[str | None] = mapped_column(String(20))
-    formatting_finish: Mapped[str | None] = mapped_column(String(20))
-    attempts: Mapped[int] = mapped_column(Integer, default=1)
-    evidence: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
