@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Literal
 
 # A digit run with optional grouping/decimal separators: 1,234.50 | 1.234,50 | 1'234 | 1234,5 | 1 234 (nbsp).
@@ -25,18 +25,36 @@ NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,'\u00a0\u202f]\d+)*")
 YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})\s*日?(?!\d)")
 AB_Y = re.compile(r"(?<!\d)(\d{1,2})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{4}|\d{2})(?!\d)")
 ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
-# dateparser is asked only about stretches that hold a word it could read as a date.
-# A written date names a month, a weekday or a relative day; dateparser reads the few words around it.
-DATE_WORD = re.compile(
-    r"(?i)(?:jan|feb|mar|apr|may|jun|jul|aug|sept?|oct|nov|dec|january|february|march|april|june|july|"
-    r"august|september|october|november|december|mon|tues?|wed|thu|thurs?|fri|sat|sun|monday|tuesday|"
-    r"wednesday|thursday|friday|saturday|sunday|yesterday|today|tomorrow|ago|last|next)\.?"
-)
+# dateparser is asked only about stretches that hold a word it could read as a date: a month, a weekday
+# or a relative day in one of these languages; dateparser reads the few words around it.
+LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")  # numeric and CJK forms need no language
+ENGLISH_RELATIVE = ("ago", "last", "next")  # "3 days ago", "last Friday"
 WORD = re.compile(r"\w+(?:[./-]\w+)*")
 MAX_WORDS = 5
-LANGUAGES = ["en"]  # written month and day names; numeric and CJK forms need no language
 # Two bases far apart: an expression that parses to different days against them is relative.
 BASES = (datetime(2001, 6, 15, 12), datetime(2011, 2, 10, 12))
+
+@cache
+def date_words() -> frozenset[str]:
+    """Month and weekday names and their abbreviations, and the words for yesterday, today and
+    tomorrow, in every language of LANGUAGES, from dateparser's own locale data (lower case; words
+    under three letters, such as "mo" or "sa", are left out: too common to be worth a parse)."""
+    from dateparser.languages.loader import default_loader
+
+    keys = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+            "october", "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday",
+            "saturday", "sunday")  # fmt: skip
+    words = set(ENGLISH_RELATIVE)
+    for code in LANGUAGES:
+        info = default_loader.get_locale(code).info
+        days = info.get("relative-type", {})
+        for names in [*(info.get(key, []) for key in keys), *(days.get(k, []) for k in RELATIVE_DAYS)]:
+            words.update(name.lower().rstrip(".") for name in names if " " not in name)
+    return frozenset(word for word in words if len(word) >= 3)
+
+
+RELATIVE_DAYS = ("1 day ago", "0 day ago", "in 1 day")
+
 
 Kind = Literal["exact", "normalised", "derived"]
 
@@ -133,7 +151,7 @@ class ValueFinder:
         absolute: set[tuple[int, int]] = set()
         relative: set[tuple[int, int]] = set()
         for hit, (start, end) in enumerate(self._words):
-            if not DATE_WORD.fullmatch(self.text[start:end]):
+            if self.text[start:end].lower().rstrip(".") not in date_words():
                 continue
             meant: dict[str, list[tuple[int, int]]] = {"absolute": [], "relative": []}
             for run in self._runs(hit):
@@ -154,7 +172,7 @@ class ValueFinder:
             settings: dict = {"RELATIVE_BASE": base}
             if past:
                 settings["PREFER_DATES_FROM"] = "past"
-            when = dateparser.parse(phrase, settings=settings, languages=LANGUAGES)
+            when = dateparser.parse(phrase, settings=settings, languages=list(LANGUAGES))
             self._parsed[key] = when.date() if when else None
         return self._parsed[key]
 

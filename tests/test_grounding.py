@@ -93,6 +93,10 @@ def test_an_exact_number_is_exact() -> None:
         ("paid 3/3/20 by card", "3/3/20"),
         ("paid 03.03.2020 by card", "03.03.2020"),
         ("于2020年3月3日付款", "2020年3月3日"),
+        ("Bezahlt am 3. März 2020 in Berlin", "3. März 2020"),
+        ("payé le 3 mars 2020 par carte", "3 mars 2020"),
+        ("pagado el 3 de marzo de 2020 con tarjeta", "3 de marzo de 2020"),
+        ("betaald op 3 maart 2020", "3 maart 2020"),
     ],
 )
 def test_a_date_is_found_in_any_written_form(text: str, written: str) -> None:
@@ -117,6 +121,18 @@ def test_a_relative_date_is_derived_only_against_a_reference_date() -> None:
     assert spans_text(text, derived.spans) == ["yesterday"]
     assert Source(text, reference=date(2020, 3, 4)).values.date("2020-03-02") is None
     assert Source(text).values.date("2020-03-03") is None  # no reference: nothing to derive from
+
+
+@pytest.mark.parametrize(
+    ("text", "word", "meant"),
+    [("Taxi gestern zum Bahnhof", "gestern", "2020-03-03"), ("dîner hier soir", "hier", "2020-03-03"),
+     ("almuerzo ayer", "ayer", "2020-03-03"), ("Abendessen am Freitag", "Freitag", "2020-02-28")],
+)  # fmt: skip
+def test_a_relative_day_in_another_language_is_derived(text: str, word: str, meant: str) -> None:
+    derived = Source(text, reference=date(2020, 3, 4)).values.date(meant)
+    assert derived is not None and derived.kind == "derived"
+    assert spans_text(text, derived.spans) == [word]
+    assert Source(text).values.date(meant) is None
 
 
 def test_last_friday_is_derived_from_the_reference() -> None:
