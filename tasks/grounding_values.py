@@ -25,6 +25,7 @@ NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,'\u00a0\u202f]\d+)*")
 YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})\s*日?(?!\d)")
 AB_Y = re.compile(r"(?<!\d)(\d{1,2})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{4}|\d{2})(?!\d)")
 ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
+TIME = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?![\d:])")  # 12:30, 08:15:00
 # dateparser is asked only about stretches that hold a word it could read as a date: a month, a weekday
 # or a relative day in one of these languages; dateparser reads the few words around it.
 LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")  # numeric and CJK forms need no language
@@ -109,7 +110,14 @@ class ValueFinder:
 
     @cached_property
     def _numbers(self) -> list[tuple[set[Decimal], tuple[int, int]]]:
-        return [(_readings(m.group()), m.span()) for m in NUMBER.finditer(self.text)]
+        """Every digit run with its readings, except the parts of a date or a time of day: the 12 of
+        "2020-03-12" or "12:30" is not an amount, and a receipt is full of them."""
+        taken = [span for _, span in self._numeric_dates] + [m.span() for m in TIME.finditer(self.text)]
+        return [
+            (_readings(m.group()), m.span())
+            for m in NUMBER.finditer(self.text)
+            if not any(start <= m.start() and m.end() <= end for start, end in taken)
+        ]
 
     @cached_property
     def _numeric_dates(self) -> list[tuple[set[date], tuple[int, int]]]:

@@ -77,6 +77,13 @@ def test_a_number_not_written_is_not_found(value: float) -> None:
     assert Source("Total 1,234.50 EUR, 3 items").values.number(value) is None
 
 
+@pytest.mark.parametrize("value", [12, 3, 30, 2020, 10])
+def test_the_parts_of_a_date_or_a_time_are_not_amounts(value: int) -> None:
+    text = "Receipt 2020-03-12 12:30 / 10.02.2024 / 3/3/20, total 7.90"
+    assert Source(text).values.number(value) is None
+    assert Source(f"{text}, tip {value}").values.number(value) is not None  # written as a number, it is
+
+
 def test_an_exact_number_is_exact() -> None:
     match = Source("Taxi 42.8 USD").values.number(42.8)
     assert match is not None and match.kind == "exact"
