@@ -57,6 +57,9 @@ INFERRED = {"object": ("properties", "required", "additionalProperties", "minPro
             "number": NUMBER_KEYS}  # fmt: skip
 ANY_VALUE = ["string", "number", "boolean", "null"]
 LOOKAROUND = re.compile(r"\(\?<?[=!]|\\[1-9]")  # XGrammar drops lookarounds and backreferences
+# XGrammar 0.2.9 reads `[\p{L}]` as the four characters `p{L}` (and refuses `\p{L}` outside a class):
+# it would forbid valid letters and let `{` through, so a Unicode property class never reaches it.
+UNICODE_PROPERTY = re.compile(r"(?<!\\)(?:\\\\)*\\[pP]\{")
 
 
 class Clash(ValueError):
@@ -195,7 +198,9 @@ class GrammarBuilder:
                 f"{show(pointer)}: format {fmt!r} is no format the validator knows: an annotation"
             )
         if isinstance(pattern, str) and "format" not in grammar:
-            if _pattern_compiles(pattern):
+            if UNICODE_PROPERTY.search(pattern):
+                self.after(pointer, f"pattern {pattern!r} (the grammar misreads its \\p{{...}} classes)")
+            elif _pattern_compiles(pattern):
                 grammar["pattern"] = pattern
                 if LOOKAROUND.search(pattern):
                     self.after(pointer, "pattern's lookaround (the grammar ignores it)")

@@ -19,7 +19,8 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-from jsonschema import validators
+
+from schemas.validator import validator_of
 
 STOP = 256  # the token id of the synthetic vocabulary's stop token
 CLOSERS = [ord(c) for c in '"}],'] + [STOP]
@@ -71,8 +72,7 @@ def probe(grammar_body: dict[str, Any], checked_body: dict[str, Any], samples: i
 
     compiled = _compiler().compile_json_schema(json.dumps(grammar_body), any_whitespace=False)
     bitmask = xgrammar.allocate_token_bitmask(1, STOP + 1)
-    validator_class = validators.validator_for(checked_body)
-    validator = validator_class(checked_body, format_checker=validator_class.FORMAT_CHECKER)
+    validator = validator_of(checked_body, checked_body)
     rng, result = random.Random(seed), ProbeResult()
     for _ in range(samples):
         result.samples += 1
