@@ -65,6 +65,25 @@ def _sample(matcher: Any, bitmask: Any, rng: random.Random, max_tokens: int) -> 
     return None
 
 
+def _read(document: bytes) -> tuple[Any, str | None, bool]:
+    """The document's value and text, read leniently, and whether a strict reader takes it too.
+
+    XGrammar 0.2.9 lets surrogates (U+D800-DFFF, each one character) and raw control characters into
+    strings; long documents nearly always hold one, so a strict reader would leave big schemas
+    unprobed. Read past them, so the content is still checked; the caller counts them as defects.
+    """
+    try:
+        text = document.decode("utf-8", errors="surrogatepass")
+        data = json.loads(text, strict=False)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None, None, False
+    try:
+        json.loads(document.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return data, text, False
+    return data, text, True
+
+
 def probe(grammar_body: dict[str, Any], checked_body: dict[str, Any], samples: int = 64,
           seed: int = 0, max_tokens: int = 400) -> ProbeResult:  # fmt: skip
     """Sample `samples` grammar-valid documents of `grammar_body`; validate them against `checked_body`."""
@@ -80,13 +99,13 @@ def probe(grammar_body: dict[str, Any], checked_body: dict[str, Any], samples: i
         document = _sample(matcher, bitmask, rng, max_tokens)
         if document is None:
             continue
-        try:
-            data = json.loads(document.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            result.violated["(not JSON)"] += 1
+        data, text, strict = _read(document)
+        if not strict:
+            result.violated["(not JSON)"] += 1  # a grammar defect, counted apart from the keywords
+        if text is None:
             continue
         result.finished += 1
         for keyword in {error.validator for error in validator.iter_errors(data)}:
             result.violated[str(keyword)] += 1
-            result.examples.setdefault(str(keyword), document.decode("utf-8"))
+            result.examples.setdefault(str(keyword), text)
     return result
