@@ -19,7 +19,9 @@ from functools import cache
 from typing import Any
 
 import numpy as np
+from jsonschema.exceptions import ValidationError
 
+from schemas.grammar_body import CHECKED_AFTER
 from schemas.validator import validator_of
 
 STOP = 256  # the token id of the synthetic vocabulary's stop token
@@ -84,6 +86,24 @@ def _read(document: bytes) -> tuple[Any, str | None, bool]:
     return data, text, True
 
 
+NAMED = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+INDEXED = {"allOf", "anyOf", "oneOf", "prefixItems", "items"}
+
+
+def _blame(error: ValidationError) -> str:
+    """The keyword that let `error` through: the outermost one on its schema path that the grammar does
+    not read (an `enum` inside an `else` is the `else`'s, reported as checked after), else its own."""
+    path = list(error.absolute_schema_path)
+    index = 0
+    while index < len(path) - 1:
+        keyword = path[index]
+        if keyword in CHECKED_AFTER:
+            return str(keyword)
+        step = 2 if keyword in NAMED or (keyword in INDEXED and isinstance(path[index + 1], int)) else 1
+        index += step
+    return str(error.validator)
+
+
 def probe(grammar_body: dict[str, Any], checked_body: dict[str, Any], samples: int = 64,
           seed: int = 0, max_tokens: int = 400) -> ProbeResult:  # fmt: skip
     """Sample `samples` grammar-valid documents of `grammar_body`; validate them against `checked_body`."""
@@ -105,7 +125,7 @@ def probe(grammar_body: dict[str, Any], checked_body: dict[str, Any], samples: i
         if text is None:
             continue
         result.finished += 1
-        for keyword in {error.validator for error in validator.iter_errors(data)}:
+        for keyword in {_blame(error) for error in validator.iter_errors(data)}:
             result.violated[str(keyword)] += 1
             result.examples.setdefault(str(keyword), text)
     return result
