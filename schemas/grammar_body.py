@@ -144,7 +144,9 @@ class GrammarBuilder:
             self.after(pointer, key)
         if isinstance(node.get("allOf"), list):
             try:
-                for part in node["allOf"]:
+                for index, part in enumerate(node["allOf"]):
+                    for key in sorted(CHECKED_AFTER & (part.keys() if isinstance(part, dict) else set())):
+                        self.after(f"{pointer}/allOf/{index}", key)  # merged below, so reported here
                     node = merge(
                         {k: v for k, v in node.items() if k != "allOf"},
                         part if isinstance(part, dict) else {},
