@@ -57,6 +57,9 @@ INFERRED = {"object": ("properties", "required", "additionalProperties", "minPro
             "number": NUMBER_KEYS}  # fmt: skip
 ANY_VALUE = ["string", "number", "boolean", "null"]
 LOOKAROUND = re.compile(r"\(\?<?[=!]|\\[1-9]")  # XGrammar drops lookarounds and backreferences
+# XGrammar 0.2.9 reads `[\p{L}]` as the four characters `p{L}` (and refuses `\p{L}` outside a class):
+# it would forbid valid letters and let `{` through, so a Unicode property class never reaches it.
+UNICODE_PROPERTY = re.compile(r"(?<!\\)(?:\\\\)*\\[pP]\{")
 
 
 class Clash(ValueError):
@@ -141,7 +144,9 @@ class GrammarBuilder:
             self.after(pointer, key)
         if isinstance(node.get("allOf"), list):
             try:
-                for part in node["allOf"]:
+                for index, part in enumerate(node["allOf"]):
+                    for key in sorted(CHECKED_AFTER & (part.keys() if isinstance(part, dict) else set())):
+                        self.after(f"{pointer}/allOf/{index}", key)  # merged below, so reported here
                     node = merge(
                         {k: v for k, v in node.items() if k != "allOf"},
                         part if isinstance(part, dict) else {},
@@ -195,7 +200,9 @@ class GrammarBuilder:
                 f"{show(pointer)}: format {fmt!r} is no format the validator knows: an annotation"
             )
         if isinstance(pattern, str) and "format" not in grammar:
-            if _pattern_compiles(pattern):
+            if UNICODE_PROPERTY.search(pattern):
+                self.after(pointer, f"pattern {pattern!r} (the grammar misreads its \\p{{...}} classes)")
+            elif _pattern_compiles(pattern):
                 grammar["pattern"] = pattern
                 if LOOKAROUND.search(pattern):
                     self.after(pointer, "pattern's lookaround (the grammar ignores it)")

@@ -21,11 +21,10 @@ from __future__ import annotations
 
 import copy
 
-from jsonschema import validators
-
 from formwork.schemas.grammar_body import CHECKED_AFTER, ENFORCED, GrammarBuilder, Normalised, show
 from formwork.schemas.paths import accepts_null
 from formwork.schemas.refs import RefProblem, inline_refs
+from formwork.schemas.validator import re_only_gaps, validator_class
 from formwork.schemas.walk import Node, map_subschemas, types_of
 from formwork.tasks.grounding import grounding_problems
 
@@ -100,8 +99,9 @@ def normalise(body: Node, strict: bool = False) -> Normalised:
     except RefProblem as exc:
         raise NormaliseProblem([str(exc)]) from exc
     report.checked = make_checked(inlined, report)
-    builder = GrammarBuilder(report, validators.validator_for(body).FORMAT_CHECKER.checkers)
+    builder = GrammarBuilder(report, validator_class(body).FORMAT_CHECKER.checkers)
     report.grammar = builder.build(report.checked, "")
+    builder.refusals += re_only_gaps(report.checked)  # a pattern jsonschema would read with `re`
     builder.refusals += grounding_problems(report.checked)  # a rule the grounding step cannot follow
     if strict and report.changed:
         builder.refusals += [f"{change} (refused: --strict)" for change in report.changed]

@@ -19,7 +19,10 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-from jsonschema import validators
+from jsonschema.exceptions import ValidationError
+
+from formwork.schemas.grammar_body import CHECKED_AFTER
+from formwork.schemas.validator import validator_of
 
 STOP = 256  # the token id of the synthetic vocabulary's stop token
 CLOSERS = [ord(c) for c in '"}],'] + [STOP]
@@ -64,6 +67,43 @@ def _sample(matcher: Any, bitmask: Any, rng: random.Random, max_tokens: int) -> 
     return None
 
 
+def _read(document: bytes) -> tuple[Any, str | None, bool]:
+    """The document's value and text, read leniently, and whether a strict reader takes it too.
+
+    XGrammar 0.2.9 lets surrogates (U+D800-DFFF, each one character) and raw control characters into
+    strings; long documents nearly always hold one, so a strict reader would leave big schemas
+    unprobed. Read past them, so the content is still checked; the caller counts them as defects.
+    """
+    try:
+        text = document.decode("utf-8", errors="surrogatepass")
+        data = json.loads(text, strict=False)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None, None, False
+    try:
+        json.loads(document.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return data, text, False
+    return data, text, True
+
+
+NAMED = {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+INDEXED = {"allOf", "anyOf", "oneOf", "prefixItems", "items"}
+
+
+def _blame(error: ValidationError) -> str:
+    """The keyword that let `error` through: the outermost one on its schema path that the grammar does
+    not read (an `enum` inside an `else` is the `else`'s, reported as checked after), else its own."""
+    path = list(error.absolute_schema_path)
+    index = 0
+    while index < len(path) - 1:
+        keyword = path[index]
+        if keyword in CHECKED_AFTER:
+            return str(keyword)
+        step = 2 if keyword in NAMED or (keyword in INDEXED and isinstance(path[index + 1], int)) else 1
+        index += step
+    return str(error.validator)
+
+
 def probe(grammar_body: dict[str, Any], checked_body: dict[str, Any], samples: int = 64,
           seed: int = 0, max_tokens: int = 400) -> ProbeResult:  # fmt: skip
     """Sample `samples` grammar-valid documents of `grammar_body`; validate them against `checked_body`."""
@@ -71,8 +111,7 @@ def probe(grammar_body: dict[str, Any], checked_body: dict[str, Any], samples: i
 
     compiled = _compiler().compile_json_schema(json.dumps(grammar_body), any_whitespace=False)
     bitmask = xgrammar.allocate_token_bitmask(1, STOP + 1)
-    validator_class = validators.validator_for(checked_body)
-    validator = validator_class(checked_body, format_checker=validator_class.FORMAT_CHECKER)
+    validator = validator_of(checked_body, checked_body)
     rng, result = random.Random(seed), ProbeResult()
     for _ in range(samples):
         result.samples += 1
@@ -80,13 +119,13 @@ def probe(grammar_body: dict[str, Any], checked_body: dict[str, Any], samples: i
         document = _sample(matcher, bitmask, rng, max_tokens)
         if document is None:
             continue
-        try:
-            data = json.loads(document.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            result.violated["(not JSON)"] += 1
+        data, text, strict = _read(document)
+        if not strict:
+            result.violated["(not JSON)"] += 1  # a grammar defect, counted apart from the keywords
+        if text is None:
             continue
         result.finished += 1
-        for keyword in {error.validator for error in validator.iter_errors(data)}:
+        for keyword in {_blame(error) for error in validator.iter_errors(data)}:
             result.violated[str(keyword)] += 1
-            result.examples.setdefault(str(keyword), document.decode("utf-8"))
+            result.examples.setdefault(str(keyword), text)
     return result

@@ -19,12 +19,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from jsonschema import validators
-from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 
 from formwork.schemas.lint import grammar_compile_error
 from formwork.schemas.normalise import Normalised, NormaliseProblem, normalise
+from formwork.schemas.validator import SchemaError, check_schema, validator_of
 from formwork.schemas.walk import types_of
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
@@ -71,8 +70,7 @@ class Schema:
 
     @cached_property
     def validator(self) -> Validator:
-        cls = validators.validator_for(self.body)
-        return cls(self.checked_body, format_checker=cls.FORMAT_CHECKER)
+        return validator_of(self.body, self.checked_body)
 
     @cached_property
     def digest(self) -> str:
@@ -128,7 +126,7 @@ def schema_from_body(body: Any, source: str, strict: bool = False) -> Schema:
     if not isinstance(body, dict):
         raise SchemaProblem(f"{source}: a schema must be a JSON object")
     try:
-        validators.validator_for(body).check_schema(body)
+        check_schema(body)
     except SchemaError as exc:
         raise SchemaProblem(f"{source}: not a valid JSON Schema: {exc.message}") from exc
     name, version = body.get("title"), body.get("x-version")

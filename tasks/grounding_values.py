@@ -35,6 +35,7 @@ MAX_WORDS = 5
 # Two bases far apart: an expression that parses to different days against them is relative.
 BASES = (datetime(2001, 6, 15, 12), datetime(2011, 2, 10, 12))
 
+
 @cache
 def date_words() -> frozenset[str]:
     """Month and weekday names and their abbreviations, and the words for yesterday, today and

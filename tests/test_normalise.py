@@ -101,6 +101,7 @@ def test_annotation_keywords_are_ignored_not_refused() -> None:
         ({"type": "array", "maxItems": 3, "items": {**NAME, "x-format": "email"}}, "x-format 'email'"),
         ({**obj(a=NAME), "minProperties": 1}, "minProperties"),
         ({**obj(a=NAME), "if": {"required": ["a"]}, "then": {}}, "if"),
+        ({**obj(a=NAME), "allOf": [{"if": {"required": ["a"]}, "then": {}}]}, "allOf/0: then"),
     ],
 )
 def test_keywords_the_grammar_drops_are_reported_as_checked_after(node: dict, keyword: str) -> None:

@@ -61,3 +61,22 @@ def test_what_the_probe_catches_is_always_reported_as_checked_after() -> None:
     # defect, not a keyword, so the probe counts it apart as "(not JSON)".
     for keyword in set(result.violated) - {"(not JSON)"}:  # each keyword let through: checked after
         assert any(keyword in line for line in report.checked_after), (keyword, report.checked_after)
+
+
+def test_a_violation_inside_a_branch_the_grammar_drops_is_blamed_on_that_branch() -> None:
+    """An `enum` broken inside `then` is the `then`'s: the report lists `then` as checked after."""
+    kinds = {"kind": {"enum": ["a", "b"]}, "n": {"type": "integer", "minimum": 0, "maximum": 9}}
+    body = wrap(
+        {
+            "type": "object",
+            "properties": kinds,
+            "required": ["kind", "n"],
+            "additionalProperties": False,
+            "if": {"properties": {"kind": {"const": "a"}}},
+            "then": {"properties": {"n": {"enum": [1]}}},
+        }
+    )
+    report = normalise(body)
+    result = probe(report.grammar, report.checked, samples=48)
+    assert result.violated["then"] > 0 and "enum" not in result.violated, result.violated
+    assert any("/properties/v: then" in line for line in report.checked_after), report.checked_after

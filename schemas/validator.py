@@ -1,0 +1,120 @@
+r"""The one jsonschema validator class Formwork uses: every pattern read by the `regex` module.
+
+JSON Schema's patterns are ECMA-262 regular expressions, and schemas in the wild use its Unicode
+property classes (`\p{L}`, `\P{C}`, `[^\p{Cc}]`): 16 of 206 real-world schemas in BENCHMARKS.md
+section 5. Python's `re` cannot read them, so jsonschema as shipped calls such a schema invalid (the
+metaschema's `format: regex`) and would raise on its `pattern` keyword. The `regex` module reads them
+and otherwise behaves like `re`, so every check that reads a pattern goes through it: `pattern`,
+`patternProperties`, the keys `additionalProperties` lets pass, and `format: regex` (the metaschema
+check and outputs alike). The schema's load, the normaliser, the probe and the validation of every
+output all build their validator here, so no two of them read a pattern differently.
+
+One gap is refused rather than papered over: jsonschema's `unevaluatedProperties` reads the
+`patternProperties` keys with `re` deep inside its own code (`re_only_gaps`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from functools import cache
+from typing import Any
+
+import regex
+from jsonschema import FormatChecker, validators
+from jsonschema.exceptions import SchemaError, ValidationError
+from jsonschema.protocols import Validator
+
+from formwork.schemas.walk import walk
+
+Keyword = Callable[[Validator, Any, Any, dict[str, Any]], Iterator[ValidationError]]
+
+
+def _matches(pattern: str, text: str) -> bool:
+    return regex.search(pattern, text) is not None  # `regex` caches compiled patterns, as `re` does
+
+
+def _is_regex(instance: object) -> bool:
+    return not isinstance(instance, str) or bool(regex.compile(instance))
+
+
+def _pattern(
+    validator: Validator, pattern: str, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not _matches(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Validator, patterns: dict[str, Any], instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if _matches(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(shipped: Keyword) -> Keyword:
+    """jsonschema's own keyword, with the keys our patterns match declared as properties instead."""
+
+    def check(
+        validator: Validator, value: Any, instance: Any, schema: dict[str, Any]
+    ) -> Iterator[ValidationError]:
+        patterns = schema.get("patternProperties")
+        if validator.is_type(instance, "object") and isinstance(patterns, dict):
+            matched = {k: True for k in instance if any(_matches(p, k) for p in patterns)}
+            rest = {k: v for k, v in schema.items() if k != "patternProperties"}
+            schema = {**rest, "properties": {**matched, **(schema.get("properties") or {})}}
+        yield from shipped(validator, value, instance, schema)
+
+    return check
+
+
+@cache
+def _extended(base: type[Validator]) -> type[Validator]:
+    checker = FormatChecker()
+    checker.checkers = {**base.FORMAT_CHECKER.checkers, "regex": (_is_regex, regex.error)}
+    keywords: dict[str, Keyword] = {"pattern": _pattern, "patternProperties": _pattern_properties}
+    if "additionalProperties" in base.VALIDATORS:
+        keywords["additionalProperties"] = _additional_properties(base.VALIDATORS["additionalProperties"])
+    return validators.extend(base, keywords, format_checker=checker)
+
+
+def validator_class(body: dict[str, Any]) -> type[Validator]:
+    """The validator class for `body`'s draft (its `$schema`; 2020-12 by default), patterns by `regex`."""
+    return _extended(validators.validator_for(body))
+
+
+def check_schema(body: dict[str, Any]) -> None:
+    """Validate `body` against its draft's metaschema, patterns read by `regex`; raise SchemaError."""
+    cls = validator_class(body)
+    cls.check_schema(body, format_checker=cls.FORMAT_CHECKER)
+
+
+def validator_of(body: dict[str, Any], checked: dict[str, Any]) -> Validator:
+    """A validator for `checked` (a normalised body) under the draft `body` declares, formats checked."""
+    cls = validator_class(body)
+    return cls(checked, format_checker=cls.FORMAT_CHECKER)
+
+
+def re_only_gaps(checked: dict[str, Any]) -> list[str]:
+    """Why `checked` cannot be validated: `unevaluatedProperties` beside a pattern key only `regex` reads."""
+    nodes = list(walk(checked))
+    if not any("unevaluatedProperties" in node for _, node in nodes):
+        return []
+    gaps = []
+    for pointer, node in nodes:
+        for key in node.get("patternProperties") or {}:
+            try:
+                re.compile(key)
+            except re.error:
+                gaps.append(
+                    f"#{pointer}/patternProperties: key {key!r} is beyond Python's re, and jsonschema "
+                    "reads it with re for unevaluatedProperties; rewrite it without \\p{...} classes"
+                )
+    return gaps
+
+
+__all__ = ["SchemaError", "check_schema", "re_only_gaps", "validator_class", "validator_of"]
