@@ -4,9 +4,10 @@ Validation is never skipped, even though the grammar should already guarantee th
 engines drop keywords silently, a server may ignore structured outputs, and some checks are beyond any
 grammar (a date that exists, a value copied from the schema's own examples).
 
-- ok: valid JSON, every field passes and is backed by the source text (`tasks.grounding`) or, for an
-  enum or boolean under an `x-min-confidence` bound, was chosen with enough probability
-  (`tasks.confidence`), and both passes stopped with `stop`;
+- ok: valid JSON, every field passes and is backed by the source text (`tasks.grounding`; a JSON-like
+  example the text quotes backs nothing, `tasks.prewritten`) or, for an enum or boolean under an
+  `x-min-confidence` bound, was chosen with enough probability (`tasks.confidence`), and both passes
+  stopped with `stop`;
 - partial: only non-critical fields failed; each is set to null where it stands (a path such as
   `items[2].amount`, or the nearest ancestor that may be null) and listed;
 - failed: a critical field failed, the root is wrong, a pass stopped at `length` (or aborted), or no
@@ -28,6 +29,7 @@ from formwork.tasks.confidence import chosen_paths, field_confidences, min_confi
 from formwork.tasks.copies import copies
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.grounding import Evidence, ground
+from formwork.tasks.prewritten import prewritten
 
 Status = Literal["ok", "partial", "failed"]
 PATH_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
@@ -112,6 +114,14 @@ def _copied(copy: Evidence, original: Evidence) -> str:
     )
 
 
+def _prewritten(proof: Evidence, key: str) -> str:
+    shown = json.dumps(proof.value, ensure_ascii=False)
+    return (
+        f'{proof.path} {shown} is what a JSON-like example in the text writes for "{key}", not what the '
+        f"text states; give the {key} the text states, or null if it states none"
+    )
+
+
 def _evidence_errors(
     schema: Schema, data: dict[str, Any], source: str, formatting: Completion, meta: dict[str, Any] | None,
     bound: float, failing: set[Path],
@@ -124,16 +134,20 @@ def _evidence_errors(
     evidence = [replace(e, confidence=confidences.get(e.path)) for e in evidence]
 
     copied = {copy.path: original for copy, original in copies(evidence)}
-    evidence = [replace(e, grounded=False) if e.path in copied else e for e in evidence]
+    pasted = prewritten(evidence, source)
+    evidence = [replace(e, grounded=False) if e.path in copied or e.path in pasted else e for e in evidence]
 
     def fresh(path: Path) -> bool:
         return not any(path[:n] in failing for n in range(len(path) + 1))
 
-    errors = [
-        (path, _copied(e, copied[e.path]) if e.path in copied else _ungrounded(schema, e))
-        for e in evidence
-        if not e.grounded and fresh(path := parse_path(e.path))
-    ]
+    def why(proof: Evidence) -> str:
+        if proof.path in copied:
+            return _copied(proof, copied[proof.path])
+        if proof.path in pasted:
+            return _prewritten(proof, pasted[proof.path])
+        return _ungrounded(schema, proof)
+
+    errors = [(path, why(e)) for e in evidence if not e.grounded and fresh(path := parse_path(e.path))]
     for text, node in chosen_paths(schema.checked_body, data):
         least, path = min_confidence(node, bound), parse_path(text)
         if text in confidences and confidences[text] < least and fresh(path):

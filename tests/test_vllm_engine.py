@@ -9,6 +9,7 @@ real ones, never instead of them.
 from __future__ import annotations
 
 import json
+import math
 import socket
 import time
 from collections.abc import Iterator
@@ -18,8 +19,12 @@ from typing import Any
 import jsonschema
 import pytest
 
+from formwork.schemas.registry import schema_from_body
+from formwork.tasks.confidence import field_confidences
 from formwork.tasks.engines.base import Completion, Engine, EngineUnavailable, RequestRejected, Sampling
+from formwork.tasks.engines.vllm_logprobs import MASKED_OUT, masked_token_logprobs
 from formwork.tasks.engines.vllm_server import VllmServerEngine, unsupported_keywords
+from formwork.tasks.validate import judge
 from tests.misbehaving_server import MisbehavingServer
 from tests.vllm_fixture import VllmServer
 
@@ -302,3 +307,99 @@ def test_a_record_cannot_forge_chat_turns_on_the_server(vllm_server: VllmServer)
     assert control & set(token_ids(forged))  # as sent before: real control tokens
     assert not control & set(token_ids(plain(forged)))  # as sent now: plain text
     assert plain(forged).replace("\u2060", "") == forged  # nothing else changes
+
+
+def _steps(vllm_server: VllmServer, schema: dict[str, Any] | None) -> list[tuple[float, list[float]]]:
+    """(chosen logprob, top-5 logprobs) per output token, asked of the server directly."""
+    import httpx
+
+    body: dict[str, Any] = {
+        "model": vllm_server.model, "messages": REVIEW, "max_completion_tokens": 24, "temperature": 0.0,
+        "repetition_penalty": 1.0, "top_k": -1, "seed": 0, "logprobs": True, "top_logprobs": 5,
+    }  # fmt: skip
+    if schema is not None:
+        body["structured_outputs"] = {"json": schema}
+    reply = httpx.post(f"{vllm_server.base_url}/chat/completions", json=body, timeout=120).json()
+    content = reply["choices"][0]["logprobs"]["content"]
+    return [(e["logprob"], sorted((t["logprob"] for t in e["top_logprobs"]), reverse=True)) for e in content]
+
+
+@pytest.mark.vllm
+def test_logprobs_of_a_constrained_call_are_the_grammar_masked_distribution(vllm_server: VllmServer) -> None:
+    """What the enum confidences rest on: vLLM masks the logits before it takes their log-softmax.
+
+    Under the mask, a step where the grammar allowed one token gives it logprob 0 and its runners-up
+    -inf (written -9999); the same prompt without a schema has no -inf anywhere in its top 5.
+    """
+    constrained = _steps(vllm_server, SENTIMENT)
+    forced = [chosen for chosen, tops in constrained if all(t <= MASKED_OUT for t in tops[1:])]
+    assert forced, constrained
+    assert all(chosen == pytest.approx(0.0, abs=1e-4) for chosen in forced)
+    assert all(sum(math.exp(t) for t in tops) <= 1 + 1e-4 for _, tops in constrained)
+    free = _steps(vllm_server, None)
+    assert all(t > MASKED_OUT for _, tops in free for t in tops), free
+
+
+@pytest.mark.vllm
+def test_an_enum_value_on_the_server_gets_the_confidence_its_token_logprobs_give(
+    engine: VllmServerEngine,
+) -> None:
+    completion = engine.complete(REVIEW, Sampling(max_tokens=40), SENTIMENT)
+    data = _assert_schema_valid(completion, SENTIMENT)
+    assert "".join(piece for piece, _ in completion.token_logprobs) == completion.text
+
+    # The tokens that write the quoted value, found by position in the text.
+    quoted = json.dumps(data["sentiment"])
+    start = completion.text.index(f'"sentiment":{quoted}') + len('"sentiment":')
+    end, at, total = start + len(quoted), 0, 0.0
+    for piece, logprob in completion.token_logprobs:
+        if at < end and at + len(piece) > start:
+            total += logprob
+        at += len(piece)
+    confidence = field_confidences(SENTIMENT, data, completion)["sentiment"]
+    assert 0 < confidence <= 1
+    assert confidence == pytest.approx(math.exp(total))
+
+    # The verdict stores it as the field's evidence, and a bound above it fails the field.
+    schema = schema_from_body(SENTIMENT, "sentiment.json")
+    reasoning = engine.complete(REVIEW, Sampling(max_tokens=16))
+    verdict = judge(schema, REVIEW[1]["content"], reasoning, completion, min_confidence=confidence + 1e-3)
+    (row,) = [row for row in verdict.evidence if row["path"] == "sentiment"]
+    assert row["confidence"] == pytest.approx(confidence, abs=1e-4)
+    assert any(error.startswith(f"sentiment {quoted} was a guess") for error in verdict.errors), verdict
+
+
+def _entry(token: bytes, logprob: float, *runners_up: float) -> dict[str, Any]:
+    """One `logprobs.content` entry as vLLM writes it (token text, bytes, logprob, top_logprobs)."""
+    tops = [{"token": "x", "logprob": logprob}] + [{"token": "y", "logprob": lp} for lp in runners_up]
+    text = token.decode(errors="replace")
+    return {"token": text, "bytes": list(token), "logprob": logprob, "top_logprobs": tops}
+
+
+def test_masked_logprobs_become_pieces_that_spell_the_text() -> None:
+    """A character split over two tokens shows in the second; the end token becomes an empty piece."""
+    ni = "你".encode()
+    reply = {"content": [
+        _entry(b'{"a":"', 0.0, MASKED_OUT), _entry(ni[:2], -0.5, -1.0), _entry(ni[2:] + b'"}', -0.1, -2.5),
+        _entry(b"<|im_end|>", 0.0, MASKED_OUT),
+    ]}  # fmt: skip
+    pieces = masked_token_logprobs(reply, '{"a":"你"}')
+    assert pieces == (('{"a":"', 0.0), ("", -0.5), ('你"}', -0.1), ("", 0.0))
+
+
+@pytest.mark.parametrize(
+    ("why", "entries"),
+    [
+        ("raw distribution: no step with a masked runner-up", [_entry(b'{"a":1}', -0.2, -1.9)]),
+        ("logits mode: a forced token carries its logit", [_entry(b'{"a":1}', 0.0, MASKED_OUT),
+                                                           _entry(b"", 14.2, MASKED_OUT)]),
+        ("a forced token with probability below 1", [_entry(b'{"a":1}', -0.3, MASKED_OUT)]),
+        ("tokens that do not spell the text", [_entry(b'{"b":1}', 0.0, MASKED_OUT)]),
+        ("no top_logprobs", [{"bytes": list(b'{"a":1}'), "logprob": 0.0}]),
+    ],
+)  # fmt: skip
+def test_no_token_logprobs_are_kept_unless_the_reply_shows_the_masked_distribution(
+    why: str, entries: list[dict[str, Any]]
+) -> None:
+    assert masked_token_logprobs({"content": entries}, '{"a":1}') == (), why
+    assert masked_token_logprobs(None, '{"a":1}') == ()

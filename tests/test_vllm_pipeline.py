@@ -29,6 +29,7 @@ from formwork.db.queries import RunSummary
 from formwork.db.session import session_factory
 from formwork.flows.batch_extract import batch_extract, source_label
 from formwork.schemas.registry import builtin_names, load_schema
+from formwork.tasks.confidence import chosen_paths
 from formwork.tasks.engines.base import EngineError
 from formwork.tasks.settings import Settings
 from tests.vllm_fixture import VllmServer
@@ -190,6 +191,19 @@ def test_pipeline_through_the_server_stores_valid_json_for_every_builtin_schema(
         data = json.loads(call.output)
         errors = [e.message for e in schema.validator.iter_errors(data)]
         assert not errors, f"{call.output!r}: {errors}"
+
+    # Every enum or boolean value the formatting pass chose is stored with its probability, from the
+    # server's logprobs (vLLM masks before its log-softmax: tests/test_vllm_engine.py).
+    weighed = 0
+    for result in stored.results:
+        (formatting,) = stored.calls_of(result.record_id, "formatting")
+        if formatting.finish_reason != "stop":
+            continue
+        rows = {row["path"]: row for row in result.evidence or []}
+        for path, _ in chosen_paths(schema.checked_body, json.loads(formatting.output)):
+            assert 0 < rows[path]["confidence"] <= 1, (path, rows.get(path))
+            weighed += 1
+    assert weighed or schema_name != "chat_tag", "chat_tag's emotion must have been weighed"
 
     # The status follows the rules in tasks/validate.py, from what was stored.
     for result in stored.results:

@@ -9,6 +9,8 @@
 #   --enforce-eager          ready in ~1 min instead of ~5 (no torch.compile warm-up)
 #   --structured-outputs-config backend=xgrammar names the grammar engine, so vLLM never falls back to
 #                            another backend silently; disable_any_whitespace keeps JSON compact
+#   --logprobs-mode raw_logprobs  log-probabilities of the grammar-masked logits, before temperature
+#                            and penalties: the enum confidences (tasks/engines/vllm_logprobs.py)
 #   VLLM_CPU_KVCACHE_SPACE=1 1 GiB of KV cache is plenty for a 135M model at 2048 tokens
 #   HF_HUB_OFFLINE=1         nothing is downloaded; the folder has everything
 set -euo pipefail
@@ -34,4 +36,5 @@ exec "$venv/bin/python" -m vllm.entrypoints.openai.api_server \
   --max-model-len 2048 \
   --dtype bfloat16 \
   --enforce-eager \
+  --logprobs-mode raw_logprobs \
   --structured-outputs-config '{"backend":"xgrammar","disable_any_whitespace":true}'

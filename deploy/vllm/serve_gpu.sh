@@ -27,6 +27,11 @@
 #       fallback to another backend ("auto" picks per request); a schema xgrammar cannot compile is
 #       refused with HTTP 400, which Formwork reports as RequestRejected naming the keyword.
 #       disable_any_whitespace: compact JSON, fewer tokens, no runs of whitespace.
+#   --logprobs-mode raw_logprobs  (vLLM's default, pinned): vLLM applies the grammar bitmask to the
+#       logits before its sampler, so these are the log-probabilities of the grammar-masked
+#       distribution at temperature 1, the evidence for enum and boolean confidences. A *_logits mode
+#       would return logits; Formwork then notices (a forced token must have logprob 0) and stores no
+#       confidence (tasks/engines/vllm_logprobs.py).
 #   Formwork sends every sampling value explicitly, so the model's generation_config.json defaults
 #   (repetition penalties, top_k) never reach the formatting pass.
 # Check a running server with: formwork's VllmServerEngine.check() (models, /version, enum probe).
@@ -60,6 +65,7 @@ args=(
   --max-num-seqs "${MAX_NUM_SEQS:-64}"
   --dtype auto
   --structured-outputs-config "$so_config"
+  --logprobs-mode raw_logprobs
 )
 if [ -n "${REASONING_PARSER:-}" ]; then
   args+=(--reasoning-parser "$REASONING_PARSER")

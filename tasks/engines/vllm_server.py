@@ -10,6 +10,10 @@ Sampling is always sent in full, neutral values included (repetition_penalty 1.0
 applies the model's `generation_config.json` (Qwen ships repetition_penalty 1.05, top_k 20), and a
 repetition penalty silently forbids the repeated `"` and `,` a schema needs.
 
+Constrained calls ask for each token's log-probability (and its runner-up's), kept as
+`Completion.token_logprobs` only when the reply shows they are the grammar-masked distribution
+(`vllm_logprobs`): the evidence behind enum and boolean confidences.
+
 Errors are mapped here (see `base.py`): refused connection, timeout, 408, 429, 5xx, a garbled reply
 -> EngineUnavailable; other 4xx -> RequestRejected, naming the schema and the keyword xgrammar refuses.
 """
@@ -35,6 +39,7 @@ from formwork.tasks.engines.base import (
     RequestRejected,
     Sampling,
 )
+from formwork.tasks.engines.vllm_logprobs import TOP_LOGPROBS, masked_token_logprobs
 from formwork.tasks.redact import redact, register_secret
 
 PROBE_SCHEMA: JsonSchema = {
@@ -225,6 +230,7 @@ class VllmServerEngine:
             body["seed"] = sampling.seed
         if schema is not None:
             body["structured_outputs"] = {"json": schema}  # a fresh dict per request, never shared
+            body |= {"logprobs": True, "top_logprobs": TOP_LOGPROBS}  # for enum confidences
         started = time.monotonic()
         try:
             data = self._request("POST", f"{self.base_url}/chat/completions", body)
@@ -236,13 +242,15 @@ class VllmServerEngine:
         except (KeyError, IndexError, TypeError):
             raise EngineUnavailable(f"reply without choices: {json.dumps(data)[:300]}") from None
         usage = data.get("usage") or {}
+        text = message.get("content") or message.get("reasoning") or ""  # thinking, cut short
         return Completion(
-            text=message.get("content") or message.get("reasoning") or "",  # thinking, cut short
+            text=text,
             finish_reason=_FINISH.get(str(choice.get("finish_reason")), "error"),
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             duration_s=duration,
             model=str(data.get("model") or self.model),
+            token_logprobs=masked_token_logprobs(choice.get("logprobs"), text) if schema is not None else (),
         )
 
     def check(self) -> ServerInfo:
