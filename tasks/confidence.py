@@ -104,7 +104,14 @@ def field_confidences(body: dict[str, Any], data: Any, completion: Completion) -
     return confidences
 
 
-def min_confidence(node: dict[str, Any], default: float = 0.0) -> float:
-    """The field's `x-min-confidence`, else the run's setting; 0 means the check is off."""
+def min_confidence(node: dict[str, Any], default: float = 0.0, model: str = "") -> float:
+    """The field's `x-min-confidence` for `model`, else the run's setting; 0 means the check is off.
+
+    A number holds for every model. An object maps model names (as the engine reports them) to bounds,
+    with "*" for any other: a bound calibrated on one model says nothing about another (the bundled
+    model in bf16 on vLLM is surer of its wrong labels than its Q4 copy on the embedded engine).
+    """
     bound = node.get("x-min-confidence", default)
+    if isinstance(bound, dict):
+        bound = bound.get(model, bound.get("*", default))
     return float(bound) if isinstance(bound, int | float) and not isinstance(bound, bool) else default

@@ -118,8 +118,12 @@ def grounding_problems(body: dict[str, Any]) -> list[str]:
                 problems.append(f"{where}: x-grounding quote on a number; use value (any written form)")
         if "x-min-confidence" in node:
             bound = node["x-min-confidence"]
-            if isinstance(bound, bool) or not isinstance(bound, int | float) or not 0 <= bound <= 1:
-                problems.append(f"{where}: x-min-confidence must be a number from 0 to 1 (got {bound!r})")
+            bounds = list(bound.values()) if isinstance(bound, dict) and bound else [bound]
+            if any(isinstance(b, bool) or not isinstance(b, int | float) or not 0 <= b <= 1 for b in bounds):
+                problems.append(
+                    f"{where}: x-min-confidence must be a number from 0 to 1, or an object of such numbers "
+                    f'by model name with "*" for any other model (got {bound!r})'
+                )
             elif "enum" not in node and types != {"boolean"}:
                 problems.append(f"{where}: x-min-confidence applies to enum and boolean fields only")
         for key, child in (node.get("properties") or {}).items():

@@ -149,7 +149,7 @@ def _evidence_errors(
 
     errors = [(path, why(e)) for e in evidence if not e.grounded and fresh(path := parse_path(e.path))]
     for text, node in chosen_paths(schema.checked_body, data):
-        least, path = min_confidence(node, bound), parse_path(text)
+        least, path = min_confidence(node, bound, formatting.model), parse_path(text)
         if text in confidences and confidences[text] < least and fresh(path):
             value = json.dumps(next(e.value for e in evidence if e.path == text))
             guess = f"{text} {value} was a guess (probability {confidences[text]:.2f}, below {least:.2f})"

@@ -213,11 +213,13 @@ def test_grounding_problems_lint_the_annotations() -> None:
             "mood": {"enum": ["a", "b"], "x-min-confidence": 1.5},
             "name": {"type": "string", "x-min-confidence": 0.5},
             "fine": {"type": "string", "x-grounding": "none"},
+            "per_model": {"enum": ["a"], "x-min-confidence": {"m1": 0.5, "*": 0.9}},
+            "bad_model": {"enum": ["a"], "x-min-confidence": {"m1": 0.5, "*": "high"}},
         },
     }
     problems = grounding_problems(body)
-    assert len(problems) == 7, problems
-    for field in ("paid", "kind", "n", "who", "tags", "mood", "name"):
+    assert len(problems) == 8, problems
+    for field in ("paid", "kind", "n", "who", "tags", "mood", "name", "bad_model"):
         assert any(p.startswith(f"{field}:") for p in problems), field
     for name in ("expense", "contact", "shopping_list", "chat_tag"):
         assert grounding_problems(load_schema(name).body) == []

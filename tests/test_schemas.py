@@ -63,7 +63,7 @@ def test_builtins_need_no_change_and_keep_their_identity() -> None:
     """Strict mode refuses any change, so the built-ins load strictly: same body, version and digest."""
     for name in builtin_names():
         schema = load_schema(name, strict=True)
-        version = 2 if name == "chat_tag" else 1  # chat_tag v2: emotion's calibrated x-min-confidence
+        version = 3 if name == "chat_tag" else 1  # chat_tag v3: emotion's x-min-confidence per model
         assert schema.checked_body == schema.body and schema.label == f"{name}@v{version}"
         assert lint_schema(schema.body) == []
 
