@@ -8,12 +8,20 @@ alone passes them, but those words already back the amount and the date. So:
   a number ("2 Coffee" beside a quantity of 2) is not inside it;
 - of two sibling quoted fields with the same value (`organization` repeating `name`), the later one
   in the schema's order is the copy (enum-first schemas put what a later field depends on first).
-  Siblings only: two line items may well name the same product.
+  Siblings only: two line items may well name the same product;
+- but each of them needs its own place in the text: elements of one array (`items[0].name`,
+  `items[1].name`, ...) with the same words are backed as many times as the text writes them, and
+  the later ones are copies (a looping model listed "Aldi" twenty times from one "Aldi").
 """
 
 from __future__ import annotations
 
+import re
+from collections import defaultdict
+
 from formwork.tasks.grounding import Evidence
+
+INDEX = re.compile(r"\[\d+\]")
 
 
 def _inside(span: tuple[int, int], spans: tuple[tuple[int, int], ...]) -> bool:
@@ -28,8 +36,22 @@ def _same_words(a: Evidence, b: Evidence) -> bool:
     return " ".join(str(a.value).casefold().split()) == " ".join(str(b.value).casefold().split())
 
 
+def _repeated_elements(quotes: list[Evidence]) -> list[tuple[Evidence, Evidence]]:
+    """Array elements with the same words beyond the number of places the text writes them."""
+    groups: dict[tuple[str, str], list[Evidence]] = defaultdict(list)
+    for quote in quotes:
+        if "[" in quote.path:
+            words = " ".join(str(quote.value).casefold().split())
+            groups[(INDEX.sub("[]", quote.path), words)].append(quote)
+    found = []
+    for same in groups.values():
+        places = len(set(same[0].spans))
+        found += [(extra, same[0]) for extra in same[places:]]
+    return found
+
+
 def copies(evidence: list[Evidence]) -> list[tuple[Evidence, Evidence]]:
-    """(copy, original) pairs among the grounded values, by the two rules above."""
+    """(copy, original) pairs among the grounded values, by the rules above."""
     values = [e for e in evidence if e.grounded and e.rule == "value" and e.spans]
     quotes = [e for e in evidence if e.grounded and e.rule == "quote" and e.spans]
     found = []
@@ -40,4 +62,5 @@ def copies(evidence: list[Evidence]) -> list[tuple[Evidence, Evidence]]:
         ]
         if inside or repeated:
             found.append((quote, (inside or repeated)[0]))
-    return found
+    already = {copy.path for copy, _ in found}
+    return found + [pair for pair in _repeated_elements(quotes) if pair[0].path not in already]

@@ -52,3 +52,26 @@ def test_a_field_repeating_its_siblings_value_is_the_copy() -> None:
     assert verdict.data["name"] == "Sophie Laurent"  # the earlier field is the original
     data["organization"] = "Agence Lumière"
     assert _judge(CONTACT, text, data).status == "ok"
+
+
+SHOPPING = load_schema("shopping_list")
+
+
+def _items(*names: str) -> list[dict]:
+    return [{"name": name, "quantity": 1} for name in names]
+
+
+def test_each_array_element_needs_its_own_place_in_the_text() -> None:
+    looped = _judge(
+        SHOPPING, "Aldi: milk, eggs", {"items": _items("milk", "eggs", "milk", "Milk"), "store": "Aldi"}
+    )
+    assert looped.status == "failed"  # items is critical: a list padded with copies is not the list
+    assert any('items[2].name "milk" is the text that gives items[0].name' in e for e in looped.errors)
+    assert any("items[3].name" in e for e in looped.errors)
+    rows = {row["path"]: row for row in looped.evidence}
+    assert rows["items[0].name"]["grounded"] and not rows["items[2].name"]["grounded"]
+
+
+def test_an_element_written_twice_may_appear_twice() -> None:
+    twice = {"items": _items("milk", "eggs", "milk"), "store": None}
+    assert _judge(SHOPPING, "milk, eggs, and milk again for grandma", twice).status == "ok"
