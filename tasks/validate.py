@@ -150,8 +150,13 @@ def _evidence_errors(
     errors = [(path, why(e)) for e in evidence if not e.grounded and fresh(path := parse_path(e.path))]
     for text, node in chosen_paths(schema.checked_body, data):
         least, path = min_confidence(node, bound, formatting.model), parse_path(text)
-        if text in confidences and confidences[text] < least and fresh(path):
-            value = json.dumps(next(e.value for e in evidence if e.path == text))
+        if least <= 0 or not fresh(path):
+            continue
+        value = json.dumps(next(e.value for e in evidence if e.path == text))
+        if text not in confidences:  # a bound that cannot be checked is not met (fail closed)
+            errors.append((path, f"{text} {value} has no probability to hold to {least:.2f}: the engine "
+                                 "gave no grammar-masked logprobs (see docs/production.md)"))  # fmt: skip
+        elif confidences[text] < least:
             guess = f"{text} {value} was a guess (probability {confidences[text]:.2f}, below {least:.2f})"
             errors.append((path, f"{guess}; choose the value the text supports"))
     return evidence, errors

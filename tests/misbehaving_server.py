@@ -73,11 +73,19 @@ class MisbehavingServer:
                         "index": 0,
                         "message": {"role": "assistant", "content": content},
                         "finish_reason": self.finish_reason,
+                        "logprobs": _sure_of(content),
                     }
                 ],
                 "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
             }
         )
+
+
+def _sure_of(content: str) -> dict[str, Any]:
+    """Logprobs as vLLM writes them after the grammar mask: the whole reply one forced token (p = 1)."""
+    top = [{"token": content, "logprob": 0.0}, {"token": "?", "logprob": -9999.0}]
+    step = {"token": content, "bytes": list(content.encode()), "logprob": 0.0, "top_logprobs": top}
+    return {"content": [step]}
 
 
 def _handler_for(server: MisbehavingServer) -> type[BaseHTTPRequestHandler]:

@@ -27,7 +27,9 @@ class BreaksOnBoom:
     def complete(self, messages, sampling, schema=None) -> Completion:
         if "boom" in messages[1]["content"]:
             raise RuntimeError("tokenizer exploded")
-        return Completion(CHAT if schema else "notes", "stop", 10, 5, 0.01, self.model)
+        if schema is None:
+            return Completion("notes", "stop", 10, 5, 0.01, self.model)
+        return Completion(CHAT, "stop", 10, 5, 0.01, self.model, ((CHAT, 0.0),))  # sure of every choice
 
     def close(self) -> None: ...
 

@@ -120,3 +120,12 @@ def test_the_schema_annotation_overrides_the_setting() -> None:
     verdict = judge(strict, TEXT, notes(), tokens(*CHAT_TOKENS), min_confidence=0.0)
     assert verdict.status == "partial" and verdict.nulled == ["emotion"]
     assert verdict.data == {"speaker": "Tom", "emotion": None, "reply": None}
+
+
+def test_a_bound_the_engine_gives_no_probability_for_is_not_met() -> None:
+    """An engine without grammar-masked logprobs cannot show a choice was sure: fail closed, say why."""
+    plain = Completion('{"speaker": "Tom", "emotion": "sad", "reply": null}', "stop", 1, 1, 0.1, "test")
+    verdict = judge(BUILTIN_CHAT, TEXT, notes(), plain)
+    assert verdict.status == "failed"
+    assert any("has no probability to hold to 0.99" in e for e in verdict.errors), verdict.errors
+    assert judge(CHAT, TEXT, notes(), plain).status == "ok"  # no bound, nothing to hold it to

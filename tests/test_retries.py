@@ -43,7 +43,7 @@ class IgnoresTheGrammarOnce:
         self.prompts.append(messages[-1]["content"])
         emotion = "excited" if len(self.prompts) == 1 else "happy"
         text = json.dumps({"speaker": "Anna", "emotion": emotion, "reply": "Congratulations!"})
-        return Completion(text, "stop", 50, 20, 0.01, self.model)
+        return Completion(text, "stop", 50, 20, 0.01, self.model, ((text, 0.0),))  # sure of its choices
 
 
 def test_validation_errors_are_fed_back_and_the_notes_reused(local_engine) -> None:
