@@ -181,3 +181,7 @@ def _print_results(rows: list[dict], run_id: int | None) -> None:
 for command in (schemas, retry, queue, requeue, review, doctor):
     app.command()(command)
 app.command(name="eval")(eval_gold)
+
+
+if __name__ == "__main__":  # python -m formwork.flows.cli, as the `formwork` script
+    app()

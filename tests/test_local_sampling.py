@@ -58,6 +58,15 @@ def test_ngram_ban_steers_greedy_away_from_a_repeat() -> None:
     assert choice == 8
 
 
+@pytest.mark.parametrize("temperature", [0.0, 0.75])
+def test_an_ngram_ban_that_would_leave_no_allowed_token_yields_to_the_grammar(temperature: float) -> None:
+    """The grammar allows only token 7 (the rest masked to -inf); the ban would forbid 7 too."""
+    row = np.full(9, -np.inf)
+    row[7] = 1.0
+    sampling = Sampling(temperature=temperature, no_repeat_ngram_size=3)
+    assert pick(row, sampling, [5, 6, 7, 5, 6], np.random.default_rng(0)) == 7
+
+
 def test_top_k_keeps_exactly_the_k_best() -> None:
     row = logits(1.0, 5.0, 3.0, 4.0, 2.0)
     keep_top_k(row, 2)

@@ -63,8 +63,8 @@ def pick(logits: np.ndarray, sampling: Sampling, previous: Sequence[int], rng: n
     """The next token for these logits (modified in place); `previous` is the output so far."""
     penalise_repeats(logits, previous, sampling.repetition_penalty)
     banned = banned_by_ngrams(previous, sampling.no_repeat_ngram_size)
-    if banned:
-        logits[banned] = -np.inf
+    if banned and np.isfinite(np.delete(logits, banned)).any():
+        logits[banned] = -np.inf  # unless the ban would leave nothing the grammar allows: then it yields
     if sampling.temperature <= 0:
         return int(np.argmax(logits))
     keep_top_k(logits, sampling.top_k)
