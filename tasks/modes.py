@@ -129,7 +129,10 @@ def extract_single_pass(
             elif verdict.feedback:
                 rejected = "Your answer was rejected:\n" + "\n".join(f"- {f}" for f in verdict.feedback)
                 again = {"role": "user", "content": rejected + "\nAnswer again with the whole JSON object."}
-                messages = [*messages[:2], {"role": "assistant", "content": done.text}, again]
+                retry = [*messages[:2], {"role": "assistant", "content": done.text}, again]
+                if retry == messages and chosen.temperature == 0:
+                    break  # the same answer, rejected for the same reasons: greedy would repeat it
+                messages = retry
             elif chosen.temperature == 0:
                 break  # same prompt, greedy decoding: another attempt changes nothing
     except EngineError as exc:

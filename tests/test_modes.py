@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from formwork.schemas.registry import load_schema
-from formwork.tasks.engines.base import Sampling
+from formwork.tasks.engines.base import Completion, Sampling
 from formwork.tasks.extract import ExtractOptions, extract_record
 from formwork.tasks.modes import MODES, REASONING_FIELD, with_reasoning_field
 from formwork.tasks.parsing import STEPS
@@ -69,3 +69,35 @@ def test_chat_preset_is_the_published_one_and_the_guard_forces_greedy() -> None:
     assert not run_warning("greedy", allow_chat=True)
     with pytest.raises(ValueError, match="unknown sampling preset"):
         preset("creative", 10)
+
+
+class SameAnswer:
+    """Stands in for greedy decoding that writes the same rejected answer whatever it is told."""
+
+    model, max_concurrency = "same-answer", 1
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def complete(self, messages, sampling, schema=None) -> Completion:
+        self.calls += 1
+        data = {
+            "who": "Zed",
+            "date": None,
+            "amount": 12,
+            "currency": "EUR",
+            "category": "meals",
+            "project": None,
+        }
+        return Completion(json.dumps(data), "stop", 10, 10, 0.01, self.model)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text) // 4
+
+
+def test_a_greedy_retry_that_would_repeat_the_same_prompt_is_not_made() -> None:
+    engine = SameAnswer()
+    options = ExtractOptions(mode="one-pass", max_attempts=3)
+    outcome = extract_record(1, "Lunch 12 EUR", load_schema("expense"), engine, engine, options)  # type: ignore[arg-type]
+    assert outcome.verdict.status != "ok" and any("Zed" in e for e in outcome.verdict.errors)
+    assert engine.calls == 2 and outcome.attempts == 2  # the first answer, one retry told why; no third copy
