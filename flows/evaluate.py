@@ -35,6 +35,7 @@ from formwork.tasks.presets import run_warning
 from formwork.tasks.scoring import OUTCOMES, score_record, summarise
 from formwork.tasks.settings import Settings
 from formwork.tasks.sources import InputRecord
+from formwork.tasks.validate import only_guesses
 
 
 def _costs(session: Session, run_id: int, records: int, mode: str) -> dict[str, Any]:
@@ -59,19 +60,23 @@ def _costs(session: Session, run_id: int, records: int, mode: str) -> dict[str, 
 
 def _score_run(session: Session, schema: Schema, run_id: int, golds: list[GoldRecord], source: str) -> dict:
     rows = {
-        key: (status, data, nulled, evidence)
-        for key, status, data, nulled, evidence in session.execute(
-            select(Record.key, RunResult.status, RunResult.data, RunResult.nulled, RunResult.evidence)
+        key: (status, data, nulled, evidence, errors)
+        for key, status, data, nulled, evidence, errors in session.execute(
+            select(Record.key, RunResult.status, RunResult.data, RunResult.nulled, RunResult.evidence,
+                   RunResult.errors)
             .join(RunResult, RunResult.record_id == Record.id)
             .where(Record.source == source, RunResult.run_id == run_id)
         )
-    }
-    missing = ("failed", None, [], None)  # a record the run did not store counts as no JSON
+    }  # fmt: skip
+    missing = ("failed", None, [], None, [])  # a record the run did not store counts as no JSON
     scores = [score_record(schema, g.id, g.gold, *rows.get(g.id, missing)[:3]) for g in golds]
-    points = [
-        Point(s.status == "ok", s.outcome == "all_correct", least_confidence(rows.get(g.id, missing)[3]))
-        for g, s in zip(golds, scores, strict=True)
-    ]
+    # The curve asks what each threshold would keep, so a row that failed only its confidence bounds
+    # counts as ok at bound 0; its least confidence then decides where it drops out.
+    points = []
+    for g, s in zip(golds, scores, strict=True):
+        _, data, _, evidence, errors = rows.get(g.id, missing)
+        ok = s.status == "ok" or (only_guesses(errors) and data is not None)
+        points.append(Point(ok, s.outcome == "all_correct", least_confidence(evidence)))
     calibration = curve(points)
     report = summarise(schema, scores, [g.gold for g in golds]).as_dict()
     return report | {"calibration": calibration, "min_confidence": recommended(calibration)}

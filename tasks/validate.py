@@ -47,6 +47,14 @@ class Verdict:
     evidence: list[dict[str, Any]] = field(default_factory=list)  # `Evidence.as_row()` per value
 
 
+GUESS = "; choose the value the text supports"  # ends every error of a value below its confidence bound
+
+
+def only_guesses(errors: list[str]) -> bool:
+    """True when a row failed its confidence bounds and nothing else: calibration's "ok at bound 0"."""
+    return bool(errors) and all(error.endswith(GUESS) for error in errors)
+
+
 def _field_errors(schema: Schema, data: Any, source: str) -> list[tuple[Path, str]]:
     """jsonschema on the checked body, then the semantic checks, each error with its path."""
     errors = [
@@ -158,7 +166,7 @@ def _evidence_errors(
                                  "gave no grammar-masked logprobs (see docs/production.md)"))  # fmt: skip
         elif confidences[text] < least:
             guess = f"{text} {value} was a guess (probability {confidences[text]:.2f}, below {least:.2f})"
-            errors.append((path, f"{guess}; choose the value the text supports"))
+            errors.append((path, guess + GUESS))
     return evidence, errors
 
 

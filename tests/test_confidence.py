@@ -11,7 +11,7 @@ import pytest
 from formwork.schemas.registry import load_schema, schema_from_body
 from formwork.tasks.confidence import field_confidences, min_confidence, value_spans
 from formwork.tasks.engines.base import Completion
-from formwork.tasks.validate import judge
+from formwork.tasks.validate import judge, only_guesses
 
 BUILTIN_CHAT = load_schema("chat_tag")
 # the built-in's own x-min-confidence (0.95) set aside, so the run's threshold is what is tested
@@ -129,3 +129,11 @@ def test_a_bound_the_engine_gives_no_probability_for_is_not_met() -> None:
     assert verdict.status == "failed"
     assert any("has no probability to hold to 0.99" in e for e in verdict.errors), verdict.errors
     assert judge(CHAT, TEXT, notes(), plain).status == "ok"  # no bound, nothing to hold it to
+
+
+def test_a_row_that_failed_only_its_bound_counts_as_ok_at_bound_zero_for_calibration() -> None:
+    guessed = judge(BUILTIN_CHAT, TEXT, notes(), tokens(*CHAT_TOKENS))  # only the 0.99 bound fails
+    assert guessed.status == "failed" and only_guesses(guessed.errors)
+    elsewhere = judge(BUILTIN_CHAT, "Anna: I miss him.", notes(), tokens(*CHAT_TOKENS))  # no "Tom" here
+    assert elsewhere.status == "failed" and not only_guesses(elsewhere.errors)
+    assert not only_guesses([])
