@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 from formwork.schemas.pydantic_source import class_body
 from formwork.schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
 from formwork.tasks.engines import check_engines, engines_for
-from formwork.tasks.extract import ExtractOptions, Outcome, extract_safely
+from formwork.tasks.extract import ExtractOptions, Outcome, extract_safely, input_problem
 from formwork.tasks.settings import Settings
 from formwork.tasks.validate import Verdict
 
@@ -108,9 +108,7 @@ def extract(
         def one(numbered: tuple[int, Any]) -> Extracted[M]:
             number, text = numbered
             if not isinstance(text, str) or not text.strip():
-                bad = Outcome(
-                    number, Verdict("failed", None, ["bad input: the text is empty or not a string"]), 0
-                )
+                bad = input_problem(number, "the text is empty or not a string")
                 return _as_row(str(text or ""), bad, None)
             outcome = extract_safely(number, text, checked, (reasoner, formatter), options, meta)
             return _as_row(text, outcome, model_class)

@@ -35,9 +35,8 @@ from formwork.db.queue import unclaim
 from formwork.db.store import QueuePolicy, records_without_result, save_chunk
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines.base import Engine
-from formwork.tasks.extract import ExtractOptions, Outcome, extract_safely
+from formwork.tasks.extract import ExtractOptions, Outcome, extract_safely, input_problem
 from formwork.tasks.progress import record_done
-from formwork.tasks.validate import Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -75,10 +74,6 @@ def retry_can_help(_task: Any, _task_run: Any, state: Any) -> bool:
     return False
 
 
-def _input_problem(record_id: int, problem: str) -> Outcome:
-    return Outcome(record_id, Verdict("failed", None, [f"bad input: {problem}"]), attempts=0, queueable=False)
-
-
 def _claimed_rows(context: RunContext, record_ids: list[int]) -> list[Any]:
     """Claim the chunk's records (overlapping runs split the work) and read those still pending."""
     schema = context.schema
@@ -109,7 +104,7 @@ def process_chunk(context: RunContext, record_ids: list[int]) -> list[str]:
 
     def one(row: Any) -> Outcome:
         if row.problem:
-            outcome = _input_problem(row.id, row.problem)
+            outcome = input_problem(row.id, row.problem)
         else:
             engines = (context.reasoner, context.formatter)
             outcome = extract_safely(row.id, row.text, context.schema, engines, context.options, row.meta)

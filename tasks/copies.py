@@ -20,12 +20,9 @@ import re
 from collections import defaultdict
 
 from formwork.tasks.grounding import Evidence
+from formwork.tasks.grounding_values import inside
 
 INDEX = re.compile(r"\[\d+\]")
-
-
-def _inside(span: tuple[int, int], spans: tuple[tuple[int, int], ...]) -> bool:
-    return any(start <= span[0] and span[1] <= end for start, end in spans)
 
 
 def _parent(path: str) -> str:
@@ -56,11 +53,11 @@ def copies(evidence: list[Evidence]) -> list[tuple[Evidence, Evidence]]:
     quotes = [e for e in evidence if e.grounded and e.rule == "quote" and e.spans]
     found = []
     for index, quote in enumerate(quotes):
-        inside = [v for v in values if v.path != quote.path and all(_inside(s, v.spans) for s in quote.spans)]
+        holders = [v for v in values if v.path != quote.path and all(inside(s, v.spans) for s in quote.spans)]
         repeated = [
             q for q in quotes[:index] if _parent(q.path) == _parent(quote.path) and _same_words(q, quote)
         ]
-        if inside or repeated:
-            found.append((quote, (inside or repeated)[0]))
+        if holders or repeated:
+            found.append((quote, (holders or repeated)[0]))
     already = {copy.path for copy, _ in found}
     return found + [pair for pair in _repeated_elements(quotes) if pair[0].path not in already]

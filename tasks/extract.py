@@ -199,6 +199,11 @@ def extract_record(
     return outcome
 
 
+def input_problem(record_id: int, problem: str) -> Outcome:
+    """A record the model never sees (an empty or broken text): failed, and no retry can help it."""
+    return Outcome(record_id, Verdict("failed", None, [f"bad input: {problem}"]), attempts=0, queueable=False)
+
+
 def extract_safely(
     record_id: int,
     text: str,

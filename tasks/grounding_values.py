@@ -14,6 +14,7 @@ reference date, and then as `derived`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
@@ -59,6 +60,11 @@ RELATIVE_DAYS = ("1 day ago", "0 day ago", "in 1 day")
 
 
 Kind = Literal["exact", "normalised", "derived"]
+
+
+def inside(span: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
+    """True when `span` lies wholly within one of `spans`."""
+    return any(start <= span[0] and span[1] <= end for start, end in spans)
 
 
 @dataclass(frozen=True)
@@ -117,7 +123,7 @@ class ValueFinder:
         return [
             (_readings(m.group()), m.span())
             for m in NUMBER.finditer(self.text)
-            if not any(start <= m.start() and m.end() <= end for start, end in taken)
+            if not inside(m.span(), taken)
         ]
 
     @cached_property

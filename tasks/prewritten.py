@@ -18,6 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 from formwork.tasks.grounding import Evidence
+from formwork.tasks.grounding_values import inside
 
 _DECODER = json.JSONDecoder()
 _KEY = re.compile(r'"((?:[^"\\\n]|\\.){1,80})"\s*:\s*')
@@ -64,7 +65,7 @@ def prewritten(evidence: list[Evidence], text: str) -> dict[str, str]:
             hit = any(value == proof.value and type(value) is type(proof.value) for _, _, value in given)
         else:
             hit = proof.grounded and bool(proof.spans) and all(
-                any(start <= s and e <= end for start, end, _ in given) for s, e in proof.spans
+                inside(span, [(start, end) for start, end, _ in given]) for span in proof.spans
             )  # fmt: skip
         if hit:
             found[proof.path] = field_key(proof.path)
