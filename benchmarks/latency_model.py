@@ -36,7 +36,7 @@ from formwork.flows.prefect_env import apply_defaults, without_heartbeat
 apply_defaults()
 
 import formwork.flows.batch_extract
-import formwork.tasks.chunk
+import formwork.flows.chunk
 import formwork.tasks.engines
 from formwork.tasks.engines.base import Completion
 
@@ -102,8 +102,8 @@ def main() -> None:
     formwork.tasks.engines.open_engines = lambda settings: (engine, engine)
     database = [0.0]
     _timed(formwork.flows.batch_extract, "store_records", database)
-    _timed(formwork.tasks.chunk, "claim_records", database)
-    _timed(formwork.tasks.chunk, "save_chunk", database)
+    _timed(formwork.flows.chunk, "claim_records", database)
+    _timed(formwork.flows.chunk, "save_chunk", database)
     body_started: list[float] = []
     flow_module = formwork.flows.batch_extract
     load = flow_module.load_checked_schema

@@ -17,10 +17,10 @@ import json
 import sqlite3
 
 from formwork.schemas.registry import load_schema
+from formwork.tasks.calls import RANK
 from formwork.tasks.engines.base import Completion
-from formwork.tasks.extract import RANK
-from formwork.tasks.gold import load_gold
-from formwork.tasks.scoring import score_record
+from formwork.tasks.evaluation.gold import load_gold
+from formwork.tasks.evaluation.scoring import score_record
 from formwork.tasks.validate import Verdict, judge
 
 

@@ -23,9 +23,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from formwork.schemas.registry import load_schema
+from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.engines import open_engines
 from formwork.tasks.engines.base import Sampling
-from formwork.tasks.extract import ExtractOptions
 from formwork.tasks.modes import extract_single_pass
 from formwork.tasks.parsing import parse_ladder
 from formwork.tasks.presets import guard

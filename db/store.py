@@ -30,7 +30,7 @@ from formwork.db.models import ModelCall, Record, Result, Run, RunResult, utcnow
 from formwork.db.queue import record_failure, record_success
 from formwork.db.session import upsert_insert
 from formwork.schemas.registry import Schema
-from formwork.tasks.extract import Outcome
+from formwork.tasks.calls import Outcome
 from formwork.tasks.sources import InputRecord
 from formwork.tasks.validate import Verdict
 

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from formwork.db.models import Watermark, utcnow
 from formwork.db.session import reader_factory, upsert_insert
 from formwork.schemas.registry import Schema
-from formwork.tasks.sql_source import SqlRows, SqlSelection, url_label
+from formwork.tasks.sources.sql import SqlRows, SqlSelection, url_label
 
 _DECODE = {
     "int": int, "float": float, "str": str, "decimal": Decimal,

@@ -26,8 +26,9 @@ from pydantic import BaseModel, ValidationError
 
 from formwork.schemas.pydantic_source import class_body
 from formwork.schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
+from formwork.tasks.calls import ExtractOptions, Outcome
 from formwork.tasks.engines import check_engines, engines_for
-from formwork.tasks.extract import ExtractOptions, Outcome, extract_safely, input_problem
+from formwork.tasks.extract import extract_safely, input_problem
 from formwork.tasks.settings import Settings
 from formwork.tasks.validate import Verdict
 

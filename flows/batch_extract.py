@@ -28,7 +28,7 @@ from formwork.schemas.registry import Schema, load_checked_schema
 from formwork.tasks.redact import refuse_secret
 from formwork.tasks.settings import Settings
 from formwork.tasks.sources import InputRecord, read_records
-from formwork.tasks.sql_source import SqlRows, SqlSelection, sql_selection, url_label
+from formwork.tasks.sources.sql import SqlRows, SqlSelection, sql_selection, url_label
 
 
 def _stored_pending(

@@ -28,11 +28,11 @@ from formwork.db.session import session_factory
 from formwork.db.store import store_records
 from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
 from formwork.schemas.registry import Schema, load_checked_schema
-from formwork.tasks.calibration import Point, curve, least_confidence, recommended
-from formwork.tasks.gold import GoldRecord, load_gold
+from formwork.tasks.evaluation.calibration import Point, curve, least_confidence, recommended
+from formwork.tasks.evaluation.gold import GoldRecord, load_gold
+from formwork.tasks.evaluation.scoring import OUTCOMES, score_record, summarise
 from formwork.tasks.modes import MODES
 from formwork.tasks.presets import run_warning
-from formwork.tasks.scoring import OUTCOMES, score_record, summarise
 from formwork.tasks.settings import Settings
 from formwork.tasks.sources import InputRecord
 from formwork.tasks.validate import only_guesses
@@ -147,7 +147,7 @@ def evaluate(
     title = f"{chosen.label} on {Path(gold).name}, {len(golds)} records, {settings.engine} engine"
     _publish(reports, title)
     if chart:
-        from formwork.tasks.eval_chart import write_chart
+        from formwork.tasks.evaluation.chart import write_chart
 
         write_chart(reports, chart, title)
     return reports

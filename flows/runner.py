@@ -28,12 +28,12 @@ from formwork.db.claims import heartbeat, mark_crashed
 from formwork.db.queries import RunSummary, run_summary
 from formwork.db.store import QueuePolicy, finish_run, start_run
 from formwork.flows.artifacts import publish_run
+from formwork.flows.chunk import RunContext, process_chunk
 from formwork.flows.prefect_env import quiet_and_redacted
 from formwork.schemas.registry import Schema
-from formwork.tasks.chunk import RunContext, process_chunk
+from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.engines import check_engines, engines_for
 from formwork.tasks.engines.base import Engine
-from formwork.tasks.extract import ExtractOptions
 from formwork.tasks.presets import run_warning
 from formwork.tasks.settings import Settings
 

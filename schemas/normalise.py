@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import copy
 
+from formwork.schemas.annotations import grounding_problems
 from formwork.schemas.grammar_body import CHECKED_AFTER, ENFORCED, GrammarBuilder, Normalised, show
 from formwork.schemas.paths import accepts_null
 from formwork.schemas.refs import RefProblem, inline_refs
 from formwork.schemas.validator import re_only_gaps, validator_class
 from formwork.schemas.walk import Node, map_subschemas, types_of
-from formwork.tasks.grounding import grounding_problems
 
 ROOT_FIELD = "value"
 

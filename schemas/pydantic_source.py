@@ -13,6 +13,8 @@ import importlib
 import re
 from typing import TYPE_CHECKING, Any
 
+from formwork.schemas.problems import SchemaProblem
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -27,8 +29,6 @@ def is_model_spec(text: str) -> bool:
 def model_schema(spec: str) -> dict[str, Any]:
     """The validation JSON Schema of the Pydantic model `spec` names; raise SchemaProblem."""
     from pydantic import BaseModel
-
-    from formwork.schemas.registry import SchemaProblem
 
     module_name, _, attribute = spec.partition(":")
     try:
@@ -46,8 +46,6 @@ def model_schema(spec: str) -> dict[str, Any]:
 
 def class_body(model: type[BaseModel], source: str) -> dict[str, Any]:
     """The validation JSON Schema of a Pydantic model class; raise SchemaProblem."""
-    from formwork.schemas.registry import SchemaProblem
-
     try:
         body = model.model_json_schema(mode="validation")
     except Exception as exc:  # pydantic raises PydanticInvalidForJsonSchema and friends

@@ -23,14 +23,11 @@ from jsonschema.protocols import Validator
 
 from formwork.schemas.lint import grammar_compile_error
 from formwork.schemas.normalise import Normalised, NormaliseProblem, normalise
+from formwork.schemas.problems import SchemaProblem
 from formwork.schemas.validator import SchemaError, check_schema, validator_of
 from formwork.schemas.walk import types_of
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
-
-
-class SchemaProblem(ValueError):
-    """A schema that cannot be used: unknown name, unreadable file, invalid JSON Schema, lint errors."""
 
 
 @dataclass(frozen=True)

@@ -16,121 +16,24 @@ is logged as a `CallLog` and becomes a row.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import Schema
-from formwork.tasks.engines.base import Completion, Engine, EngineError, Message, Sampling
+from formwork.tasks.calls import BUDGET_CAP, RANK, Caller, ExtractOptions, Outcome
+from formwork.tasks.engines.base import Completion, Engine, EngineError, Sampling
 from formwork.tasks.fit import fit_source
+from formwork.tasks.modes import extract_single_pass
 from formwork.tasks.presets import guard, preset
-from formwork.tasks.prompts import formatting_messages, prompt_hash, reasoning_messages
-from formwork.tasks.settings import Settings
+from formwork.tasks.prompts import formatting_messages, reasoning_messages
 from formwork.tasks.validate import Verdict, judge
 
-PassName = Literal["reasoning", "formatting"]
 logger = logging.getLogger(__name__)
-RANK = {"ok": 2, "partial": 1, "failed": 0}
-BUDGET_CAP = 4096
-
-
-@dataclass(frozen=True)
-class ExtractOptions:
-    """The knobs of one run that shape every record's calls."""
-
-    reasoning_max_tokens: int = 384
-    reasoning_temperature: float = 0.0
-    reasoning_repetition_penalty: float = 1.3
-    format_max_tokens: int | None = None  # None: sized from the schema
-    max_attempts: int = 3
-    min_confidence: float = 0.0  # enum/boolean values chosen with less probability fail (0: off)
-    mode: str = "two-pass"  # or one-pass, one-pass-reasoning, prompt-json (tasks/modes.py)
-    preset: str = "greedy"  # sampling of the call that writes the JSON (tasks/presets.py)
-    allow_chat_in_constrained: bool = False  # let a chat preset through the guard (warned)
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> ExtractOptions:
-        """The options a flow run or an API call takes from the configuration."""
-        return cls(
-            reasoning_max_tokens=settings.reasoning_max_tokens,
-            reasoning_temperature=settings.reasoning_temperature,
-            reasoning_repetition_penalty=settings.reasoning_repetition_penalty,
-            format_max_tokens=settings.format_max_tokens,
-            max_attempts=settings.max_attempts,
-            min_confidence=settings.min_confidence,
-            mode=settings.mode,
-            preset=settings.preset,
-            allow_chat_in_constrained=settings.allow_chat_in_constrained,
-        )
-
-
-@dataclass
-class CallLog:
-    """One model call, ready to be stored as a `model_calls` row."""
-
-    pass_name: PassName
-    attempt: int
-    model: str
-    prompt_hash: str
-    max_tokens: int
-    finish_reason: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    duration_s: float = 0.0
-    output: str = ""
-    error: str | None = None
-    parse_step: str | None = None  # prompt-json mode: the parsing-ladder step that found the JSON
-
-
-@dataclass
-class Outcome:
-    """Everything decided about one record, ready to be stored."""
-
-    record_id: int
-    verdict: Verdict
-    attempts: int
-    reasoning_finish: str | None = None
-    formatting_finish: str | None = None
-    retryable: bool = False
-    queueable: bool = True  # False when no retry can help (the input itself is unusable)
-    calls: list[CallLog] = field(default_factory=list)
 
 
 def looping(text: str, window: int = 32) -> bool:
     """True when the text ends in a run it already wrote twice: more budget would buy more of it."""
     return len(text) >= 3 * window and text.count(text[-window:]) >= 3
-
-
-class _Caller:
-    """Calls an engine and logs the call, whatever happens."""
-
-    def __init__(self, outcome: Outcome):
-        self.outcome = outcome
-
-    def __call__(
-        self, engine: Engine, pass_name: PassName, messages: list[Message], sampling: Sampling, schema=None
-    ) -> Completion:
-        log = CallLog(
-            pass_name,
-            self.outcome.attempts,
-            engine.model,
-            prompt_hash(messages),
-            sampling.max_tokens,
-            "error",
-        )
-        self.outcome.calls.append(log)
-        try:
-            done = engine.complete(messages, sampling, schema)
-        except EngineError as exc:
-            log.error = str(exc)
-            raise
-        log.finish_reason, log.output = done.finish_reason, done.text
-        log.prompt_tokens, log.completion_tokens, log.duration_s = (
-            done.prompt_tokens,
-            done.completion_tokens,
-            done.duration_s,
-        )
-        return done
 
 
 def extract_record(
@@ -147,11 +50,9 @@ def extract_record(
     `meta` is the record's meta; its `reference_date` lets relative dates count as grounded.
     """
     if options.mode != "two-pass":
-        from formwork.tasks.modes import extract_single_pass
-
         return extract_single_pass(record_id, text, schema, reasoner, options, meta=meta)
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
-    call = _Caller(outcome)
+    call = Caller(outcome)
     reasoning_budget = options.reasoning_max_tokens
     format_budget_now = options.format_max_tokens or format_budget(schema.grammar_body)
     notes: Completion

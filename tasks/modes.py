@@ -21,8 +21,8 @@ from typing import Any
 
 from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import Schema
+from formwork.tasks.calls import BUDGET_CAP, RANK, Caller, ExtractOptions, Outcome
 from formwork.tasks.engines.base import Completion, Engine, EngineError, Message, Sampling
-from formwork.tasks.extract import BUDGET_CAP, RANK, ExtractOptions, Outcome, _Caller
 from formwork.tasks.fit import fit_source
 from formwork.tasks.parsing import parse_ladder
 from formwork.tasks.presets import guard, preset
@@ -104,7 +104,7 @@ def extract_single_pass(
     budget = options.format_max_tokens or (free_budget if constraint is None else format_budget(body))
     base = sampling or preset(options.preset, budget)
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
-    call = _Caller(outcome)
+    call = Caller(outcome)
     no_reasoning = Completion("", "stop", 0, 0, 0.0, engine.model)  # this mode has no separate pass
     try:
         text = fit_source(text, schema, (engine,), free_budget, budget).text

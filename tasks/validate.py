@@ -5,8 +5,8 @@ engines drop keywords silently, a server may ignore structured outputs, and some
 grammar (a date that exists, a value copied from the schema's own examples).
 
 - ok: valid JSON, every field passes and is backed by the source text (`tasks.grounding`; a JSON-like
-  example the text quotes backs nothing, `tasks.prewritten`) or, for an enum or boolean under an
-  `x-min-confidence` bound, was chosen with enough probability (`tasks.confidence`), and both passes
+  example the text quotes backs nothing, `tasks.grounding.prewritten`) or, for an enum or boolean under an
+  `x-min-confidence` bound, was chosen with enough probability (`tasks.grounding.confidence`), and both passes
   stopped with `stop`;
 - partial: only non-critical fields failed; each is set to null where it stands (a path such as
   `items[2].amount`, or the nearest ancestor that may be null) and listed;
@@ -25,11 +25,11 @@ from typing import Any, Literal
 
 from formwork.schemas.paths import Path, null_target, path_text, semantic_errors, set_null
 from formwork.schemas.registry import Schema
-from formwork.tasks.confidence import chosen_paths, field_confidences, min_confidence
-from formwork.tasks.copies import copies
 from formwork.tasks.engines.base import Completion
-from formwork.tasks.grounding import Evidence, ground
-from formwork.tasks.prewritten import prewritten
+from formwork.tasks.grounding.confidence import chosen_paths, field_confidences, min_confidence
+from formwork.tasks.grounding.copies import copies
+from formwork.tasks.grounding.evidence import Evidence, ground
+from formwork.tasks.grounding.prewritten import prewritten
 
 Status = Literal["ok", "partial", "failed"]
 PATH_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from formwork.tasks.calibration import Point, curve, least_confidence, recommended
+from formwork.tasks.evaluation.calibration import Point, curve, least_confidence, recommended
 
 
 def test_least_confidence_is_the_weakest_chosen_value() -> None:

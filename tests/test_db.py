@@ -18,7 +18,7 @@ from formwork.db.queue import queue_counts
 from formwork.db.session import alembic_config, get_engine, session_factory
 from formwork.db.store import QueuePolicy, records_without_result, save_outcomes, start_run, store_records
 from formwork.schemas.registry import load_schema
-from formwork.tasks.extract import CallLog, Outcome
+from formwork.tasks.calls import CallLog, Outcome
 from formwork.tasks.sources import InputRecord
 from formwork.tasks.validate import Verdict
 

@@ -33,7 +33,7 @@ def test_a_healthy_sqlite_and_embedded_setup_passes(local_engine, db_url, monkey
 
 
 def test_a_new_sqlite_file_is_fine_and_not_created(tmp_path) -> None:
-    from formwork.flows.cli_doctor import diagnose
+    from formwork.flows.cli.doctor import diagnose
 
     path = tmp_path / "later.db"
     checks = {check.name: check for check in diagnose(f"sqlite:///{path}")}
@@ -45,7 +45,7 @@ def test_a_database_behind_head_is_a_warning_not_a_migration(tmp_path) -> None:
     from alembic import command
 
     from formwork.db.session import alembic_config
-    from formwork.flows.cli_doctor import diagnose
+    from formwork.flows.cli.doctor import diagnose
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
     command.upgrade(alembic_config(url), "0001")

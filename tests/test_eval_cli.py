@@ -13,7 +13,7 @@ from formwork.db.models import EvalRun, Run
 from formwork.db.session import session_factory
 from formwork.flows.cli import app
 from formwork.schemas.registry import load_schema
-from formwork.tasks.gold import GoldProblem, load_gold
+from formwork.tasks.evaluation.gold import GoldProblem, load_gold
 
 runner = CliRunner()
 GOLD = Path(__file__).parent.parent / "examples" / "gold" / "expense.jsonl"

@@ -7,9 +7,10 @@ from datetime import date
 
 import pytest
 
+from formwork.schemas.annotations import default_rule, grounding_problems
 from formwork.schemas.registry import load_schema
 from formwork.tasks.engines.base import Completion
-from formwork.tasks.grounding import Source, default_rule, ground, grounding_problems
+from formwork.tasks.grounding.evidence import Source, ground
 from formwork.tasks.validate import judge
 
 EXPENSE = load_schema("expense")

@@ -28,7 +28,7 @@ from formwork.db.store import (
     text_digest,
 )
 from formwork.schemas.registry import load_schema
-from formwork.tasks.extract import CallLog, Outcome
+from formwork.tasks.calls import CallLog, Outcome
 from formwork.tasks.sources import InputRecord
 from formwork.tasks.validate import Verdict
 

@@ -16,14 +16,15 @@ from formwork.db.models import Record, Result, RetryEntry
 from formwork.db.session import session_factory
 from formwork.db.store import text_digest
 from formwork.flows.batch_extract import batch_extract
+from formwork.flows.chunk import ChunkNotStarted, retry_can_help
 from formwork.flows.cli import app
-from formwork.flows.cli_common import resolve_db
+from formwork.flows.cli.common import resolve_db
 from formwork.flows.reprocess_failed import reprocess_failed
 from formwork.schemas.registry import load_schema
-from formwork.tasks.chunk import ChunkNotStarted, retry_can_help
+from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.engines.base import EngineUnavailable, RequestRejected, Sampling
 from formwork.tasks.engines.vllm_server import VllmServerEngine
-from formwork.tasks.extract import ExtractOptions, extract_record
+from formwork.tasks.extract import extract_record
 from formwork.tasks.fit import fit_source
 from tests.misbehaving_server import MisbehavingServer
 

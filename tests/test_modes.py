@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from formwork.schemas.registry import load_schema
+from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.engines.base import Completion, Sampling
-from formwork.tasks.extract import ExtractOptions, extract_record
+from formwork.tasks.extract import extract_record
 from formwork.tasks.modes import MODES, REASONING_FIELD, with_reasoning_field
 from formwork.tasks.parsing import STEPS
 from formwork.tasks.presets import PRESETS, guard, preset, run_warning

@@ -6,7 +6,7 @@ import json
 
 from formwork.schemas.registry import load_schema
 from formwork.tasks.engines.base import Completion
-from formwork.tasks.prewritten import field_key, keyed_values
+from formwork.tasks.grounding.prewritten import field_key, keyed_values
 from formwork.tasks.validate import judge
 
 CONTACT, EXPENSE = load_schema("contact"), load_schema("expense")

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from formwork.schemas.registry import load_schema
+from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.engines.base import Completion, EngineUnavailable
-from formwork.tasks.extract import ExtractOptions, extract_record, looping
+from formwork.tasks.extract import extract_record, looping
 
 pytestmark = pytest.mark.slow
 CHAT = load_schema("chat_tag")

@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 from formwork.db.session import session_factory
 from formwork.db.store import QueuePolicy, save_outcomes, start_run, store_records
 from formwork.schemas.registry import load_schema
+from formwork.tasks.calls import CallLog, Outcome
 from formwork.tasks.engines.base import Completion
-from formwork.tasks.extract import CallLog, Outcome
 from formwork.tasks.sources import InputRecord
 from formwork.tasks.validate import judge
 

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 from formwork.schemas.registry import load_schema, schema_from_body
-from formwork.tasks.scoring import compare, rule_for, score_record, summarise
+from formwork.tasks.evaluation.scoring import compare, rule_for, score_record, summarise
 from formwork.tasks.validate import Verdict
 
 

@@ -15,8 +15,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formwork.tasks.source_jsonl import own_id
 from formwork.tasks.sources import read_records
+from formwork.tasks.sources.jsonl import own_id
 from tests.test_sources import assert_storable
 
 BOM = codecs.BOM_UTF8

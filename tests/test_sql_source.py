@@ -36,7 +36,7 @@ from formwork.db.models import Base, ModelCall, Record, Result, Watermark
 from formwork.db.session import session_factory
 from formwork.flows.cli import app
 from formwork.tasks.sources import SourceProblem
-from formwork.tasks.sql_source import read_sql, sql_selection, url_label
+from formwork.tasks.sources.sql import read_sql, sql_selection, url_label
 
 PASSWORD = "Src-s3cret-91"
 T0 = datetime(2025, 3, 1, 8, 0, tzinfo=UTC)

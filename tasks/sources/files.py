@@ -15,9 +15,9 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from formwork.tasks.source_keys import KeyBook, readable, safe_key
-from formwork.tasks.source_mail import message_record, split_mbox
-from formwork.tasks.source_records import InputRecord, Warnings, clean_text, decode, finished, joined
+from formwork.tasks.sources.keys import KeyBook, readable, safe_key
+from formwork.tasks.sources.mail import message_record, split_mbox
+from formwork.tasks.sources.records import InputRecord, Warnings, clean_text, decode, finished, joined
 
 FILE_SUFFIXES = (".txt", ".eml", ".mbox")
 log = logging.getLogger(__name__)

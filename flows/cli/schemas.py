@@ -17,7 +17,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from formwork.flows.cli_common import err, out
+from formwork.flows.cli.common import err, out
 
 
 class SchemaFormat(StrEnum):

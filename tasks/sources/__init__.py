@@ -9,7 +9,7 @@ UTF-8 and lone surrogates replaced (U+FFFD) and NULs removed (PostgreSQL cannot 
 a warning in the record's meta. Only a source that cannot be read at all raises `SourceProblem`, before
 any record is yielded. Files are read as streams, a line or a message at a time.
 
-The readers live in tasks/source_*.py; this module is the public face the flows import.
+The readers live beside it in tasks/sources/; this module is the public face the flows import.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from formwork.tasks.source_csv import read_csv
-from formwork.tasks.source_files import FILE_SUFFIXES, read_file, read_folder
-from formwork.tasks.source_jsonl import read_jsonl
-from formwork.tasks.source_keys import KeyBook
-from formwork.tasks.source_records import InputRecord, SourceProblem
+from formwork.tasks.sources.csv import read_csv
+from formwork.tasks.sources.files import FILE_SUFFIXES, read_file, read_folder
+from formwork.tasks.sources.jsonl import read_jsonl
+from formwork.tasks.sources.keys import KeyBook
+from formwork.tasks.sources.records import InputRecord, SourceProblem
 
 __all__ = ["InputRecord", "SourceProblem", "read_records"]
 

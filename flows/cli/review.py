@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from formwork.flows.cli_common import DbOption, err, fail, resolve_db
+from formwork.flows.cli.common import DbOption, err, fail, resolve_db
 
 
 def review(

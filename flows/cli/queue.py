@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from formwork.flows.cli_common import DbOption, database_in_environment, fail, out, resolve_db
+from formwork.flows.cli.common import DbOption, database_in_environment, fail, out, resolve_db
 
 
 def _parse_overrides(pairs: list[str]) -> dict[str, str]:

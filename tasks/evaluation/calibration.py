@@ -1,7 +1,7 @@
 """Calibrate `min_confidence` on gold data: how share ok trades against precision of ok.
 
 A span cannot back an enum value, so its evidence is the probability the formatting pass gave it
-(tasks.confidence). Which probability is enough depends on the schema and the model, so it is measured:
+(tasks.grounding). Which probability is enough depends on the schema and the model, so it is measured:
 for each threshold, the records still `ok` if every enum or boolean value chosen with less probability
 had failed, and how many of those are all correct. The recommended threshold is the lowest one whose
 precision of ok reaches the target; None when no threshold reaches it (the model must not be trusted

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from formwork.flows.cli_common import DbOption, err, fail, out, resolve_db
+from formwork.flows.cli.common import DbOption, err, fail, out, resolve_db
 
 
 def _percent(value: float | None) -> str:
@@ -87,7 +87,7 @@ def eval_gold(
     from formwork.flows.prefect_env import without_heartbeat
     from formwork.schemas.registry import SchemaProblem
     from formwork.tasks.engines.base import EngineError
-    from formwork.tasks.gold import GoldProblem
+    from formwork.tasks.evaluation.gold import GoldProblem
 
     if mode and compare:
         fail("use --mode or --compare, not both")

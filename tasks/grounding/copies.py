@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from formwork.tasks.grounding import Evidence
-from formwork.tasks.grounding_values import inside
+from formwork.tasks.grounding.evidence import Evidence
+from formwork.tasks.grounding.values import inside
 
 INDEX = re.compile(r"\[\d+\]")
 

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from formwork.tasks.scoring import OUTCOMES
+from formwork.tasks.evaluation.scoring import OUTCOMES
 
 
 def plotted_values(reports: dict[str, dict[str, Any]]) -> dict[str, Any]:

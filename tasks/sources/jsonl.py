@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from formwork.tasks.source_keys import KeyBook
-from formwork.tasks.source_records import (
+from formwork.tasks.sources.keys import KeyBook
+from formwork.tasks.sources.records import (
     InputRecord,
     SourceProblem,
     Warnings,

@@ -33,10 +33,11 @@ from formwork.db.claims import claim_records
 from formwork.db.models import Record
 from formwork.db.queue import unclaim
 from formwork.db.store import QueuePolicy, records_without_result, save_chunk
+from formwork.flows.progress import record_done
 from formwork.schemas.registry import Schema
+from formwork.tasks.calls import ExtractOptions, Outcome
 from formwork.tasks.engines.base import Engine
-from formwork.tasks.extract import ExtractOptions, Outcome, extract_safely, input_problem
-from formwork.tasks.progress import record_done
+from formwork.tasks.extract import extract_safely, input_problem
 
 logger = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from formwork.tasks.source_jsonl import refuse_wide_encodings
-from formwork.tasks.source_keys import KeyBook
-from formwork.tasks.source_records import InputRecord, SourceProblem, Warnings, decode, finished
+from formwork.tasks.sources.jsonl import refuse_wide_encodings
+from formwork.tasks.sources.keys import KeyBook
+from formwork.tasks.sources.records import InputRecord, SourceProblem, Warnings, decode, finished
 
 FIELD_LIMIT = 64 * 1024 * 1024  # characters in one cell; the csv module's default is 128 KiB
 

@@ -17,7 +17,7 @@ from email.message import EmailMessage
 from html.parser import HTMLParser
 from typing import IO, Any
 
-from formwork.tasks.source_records import InputRecord, Warnings, clean_text, decode, finished, joined
+from formwork.tasks.sources.records import InputRecord, Warnings, clean_text, decode, finished, joined
 
 HEADERS = {"from": "From", "to": "To", "date": "Date", "subject": "Subject", "message_id": "Message-ID"}
 _QUOTED_FROM = re.compile(rb">+From ")  # mboxrd: ">From " in a body is stored as ">>From "

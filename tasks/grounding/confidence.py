@@ -16,8 +16,8 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
+from formwork.schemas.annotations import value_types
 from formwork.tasks.engines.base import Completion
-from formwork.tasks.grounding import value_types
 
 _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\n\r"

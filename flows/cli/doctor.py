@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 import typer
 from rich.table import Table
 
-from formwork.flows.cli_common import DbOption, err, out
+from formwork.flows.cli.common import DbOption, err, out
 from formwork.tasks.redact import redact
 
 if TYPE_CHECKING:

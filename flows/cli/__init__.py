@@ -17,12 +17,12 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from formwork.flows.cli_common import DbOption, Status, database_in_environment, err, fail, out, resolve_db
-from formwork.flows.cli_doctor import doctor
-from formwork.flows.cli_eval import eval_gold
-from formwork.flows.cli_queue import queue, requeue, retry
-from formwork.flows.cli_review import review
-from formwork.flows.cli_schemas import schemas
+from formwork.flows.cli.common import DbOption, Status, database_in_environment, err, fail, out, resolve_db
+from formwork.flows.cli.doctor import doctor
+from formwork.flows.cli.eval import eval_gold
+from formwork.flows.cli.queue import queue, requeue, retry
+from formwork.flows.cli.review import review
+from formwork.flows.cli.schemas import schemas
 from formwork.flows.prefect_env import apply_defaults, without_heartbeat
 
 apply_defaults()
@@ -78,11 +78,11 @@ def run(
     """Extract SCHEMA from every record of INPUT; show progress and a summary table."""
     from formwork.db.store import SchemaChanged
     from formwork.flows.batch_extract import batch_extract
+    from formwork.flows.progress import listening
     from formwork.schemas.registry import SchemaProblem
     from formwork.tasks.engines.base import EngineError
-    from formwork.tasks.progress import listening
     from formwork.tasks.sources import SourceProblem
-    from formwork.tasks.sql_source import is_database_url, source_in_environment
+    from formwork.tasks.sources.sql import is_database_url, source_in_environment
 
     total = None if is_database_url(input) else _count_lines(Path(input))
     if limit is not None and total is not None:
@@ -181,7 +181,3 @@ def _print_results(rows: list[dict], run_id: int | None) -> None:
 for command in (schemas, retry, queue, requeue, review, doctor):
     app.command()(command)
 app.command(name="eval")(eval_gold)
-
-
-if __name__ == "__main__":  # python -m formwork.flows.cli, as the `formwork` script
-    app()

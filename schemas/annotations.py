@@ -1,0 +1,87 @@
+"""The grounding annotations of a schema: which rule backs each field, and the lint of `x-grounding`.
+
+These are schema semantics, read where a schema is loaded (schemas.normalise refuses a rule the
+grounding step cannot follow) and where a record is judged (tasks.grounding), so they live with the
+schemas, below both:
+- `quote` (default for free strings): the value must be a span of the text;
+- `value` (default for numbers and `format: date` strings): the number or date in any written form;
+- `none` (default for enums, booleans, objects and arrays): no span needed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+Rule = Literal["quote", "value", "none"]
+RULES: tuple[Rule, ...] = ("quote", "value", "none")
+
+
+def value_types(node: dict[str, Any]) -> set[str]:
+    declared = node.get("type")
+    if isinstance(declared, str):
+        return {declared} - {"null"}
+    if isinstance(declared, list):
+        return set(declared) - {"null"}
+    names = {bool: "boolean", int: "integer", float: "number", str: "string", dict: "object", list: "array"}
+    values = [*node.get("enum", []), *([node["const"]] if "const" in node else [])]
+    return {names[type(v)] for v in values if type(v) in names}
+
+
+def default_rule(node: dict[str, Any]) -> Rule:
+    """The rule a field gets without an annotation: chosen values need none, written ones a span."""
+    types = value_types(node)
+    if "enum" in node or "const" in node or types <= {"boolean"} or types & {"object", "array"}:
+        return "none"
+    if types & {"number", "integer"} or node.get("format") in ("date", "date-time"):
+        return "value"
+    return "quote"
+
+
+def rule_for(node: dict[str, Any], inherited: Rule | None = None) -> Rule:
+    declared = node.get("x-grounding")
+    if declared in RULES:
+        return declared
+    return inherited or default_rule(node)
+
+
+def grounding_problems(body: dict[str, Any]) -> list[str]:
+    """Lint the `x-grounding` and `x-min-confidence` annotations of a schema; one message per problem."""
+    problems: list[str] = []
+
+    def visit(node: Any, path: str) -> None:
+        if not isinstance(node, dict):
+            return
+        types, declared = value_types(node), node.get("x-grounding")
+        where = path or "(root)"
+        if declared is not None and declared not in RULES:
+            problems.append(f"{where}: x-grounding must be one of quote, value, none (got {declared!r})")
+        elif declared in ("quote", "value"):
+            if types & {"object", "array"}:
+                problems.append(f"{where}: x-grounding {declared} on an object or array; only none fits")
+            elif types <= {"boolean"}:
+                problems.append(
+                    f"{where}: x-grounding {declared} on a boolean; a boolean is chosen: use none"
+                )
+            elif declared == "value" and "enum" in node:
+                problems.append(
+                    f"{where}: x-grounding value on an enum; use none, or quote to find the label"
+                )
+            elif declared == "quote" and types & {"number", "integer"}:
+                problems.append(f"{where}: x-grounding quote on a number; use value (any written form)")
+        if "x-min-confidence" in node:
+            bound = node["x-min-confidence"]
+            bounds = list(bound.values()) if isinstance(bound, dict) and bound else [bound]
+            if any(isinstance(b, bool) or not isinstance(b, int | float) or not 0 <= b <= 1 for b in bounds):
+                problems.append(
+                    f"{where}: x-min-confidence must be a number from 0 to 1, or an object of such numbers "
+                    f'by model name with "*" for any other model (got {bound!r})'
+                )
+            elif "enum" not in node and types != {"boolean"}:
+                problems.append(f"{where}: x-min-confidence applies to enum and boolean fields only")
+        for key, child in (node.get("properties") or {}).items():
+            visit(child, f"{path}.{key}" if path else key)
+        if isinstance(node.get("items"), dict):
+            visit(node["items"], f"{path}[]")
+
+    visit(body, "")
+    return problems

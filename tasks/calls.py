@@ -1,0 +1,114 @@
+"""What one record's extraction is made of: its options, its model calls and the outcome they add up to.
+
+Every mode (tasks.extract's two passes, tasks.modes' single pass) builds the same `Outcome` from the
+same logged calls, so these live apart from both: a mode imports them, and the dispatcher imports the
+modes, with no cycle between them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from formwork.tasks.engines.base import Completion, Engine, EngineError, Message, Sampling
+from formwork.tasks.prompts import prompt_hash
+from formwork.tasks.settings import Settings
+from formwork.tasks.validate import Verdict
+
+PassName = Literal["reasoning", "formatting"]
+RANK = {"ok": 2, "partial": 1, "failed": 0}
+BUDGET_CAP = 4096
+
+
+@dataclass(frozen=True)
+class ExtractOptions:
+    """The knobs of one run that shape every record's calls."""
+
+    reasoning_max_tokens: int = 384
+    reasoning_temperature: float = 0.0
+    reasoning_repetition_penalty: float = 1.3
+    format_max_tokens: int | None = None  # None: sized from the schema
+    max_attempts: int = 3
+    min_confidence: float = 0.0  # enum/boolean values chosen with less probability fail (0: off)
+    mode: str = "two-pass"  # or one-pass, one-pass-reasoning, prompt-json (tasks/modes.py)
+    preset: str = "greedy"  # sampling of the call that writes the JSON (tasks/presets.py)
+    allow_chat_in_constrained: bool = False  # let a chat preset through the guard (warned)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ExtractOptions:
+        """The options a flow run or an API call takes from the configuration."""
+        return cls(
+            reasoning_max_tokens=settings.reasoning_max_tokens,
+            reasoning_temperature=settings.reasoning_temperature,
+            reasoning_repetition_penalty=settings.reasoning_repetition_penalty,
+            format_max_tokens=settings.format_max_tokens,
+            max_attempts=settings.max_attempts,
+            min_confidence=settings.min_confidence,
+            mode=settings.mode,
+            preset=settings.preset,
+            allow_chat_in_constrained=settings.allow_chat_in_constrained,
+        )
+
+
+@dataclass
+class CallLog:
+    """One model call, ready to be stored as a `model_calls` row."""
+
+    pass_name: PassName
+    attempt: int
+    model: str
+    prompt_hash: str
+    max_tokens: int
+    finish_reason: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    duration_s: float = 0.0
+    output: str = ""
+    error: str | None = None
+    parse_step: str | None = None  # prompt-json mode: the parsing-ladder step that found the JSON
+
+
+@dataclass
+class Outcome:
+    """Everything decided about one record, ready to be stored."""
+
+    record_id: int
+    verdict: Verdict
+    attempts: int
+    reasoning_finish: str | None = None
+    formatting_finish: str | None = None
+    retryable: bool = False
+    queueable: bool = True  # False when no retry can help (the input itself is unusable)
+    calls: list[CallLog] = field(default_factory=list)
+
+
+class Caller:
+    """Calls an engine and logs the call, whatever happens."""
+
+    def __init__(self, outcome: Outcome):
+        self.outcome = outcome
+
+    def __call__(
+        self, engine: Engine, pass_name: PassName, messages: list[Message], sampling: Sampling, schema=None
+    ) -> Completion:
+        log = CallLog(
+            pass_name,
+            self.outcome.attempts,
+            engine.model,
+            prompt_hash(messages),
+            sampling.max_tokens,
+            "error",
+        )
+        self.outcome.calls.append(log)
+        try:
+            done = engine.complete(messages, sampling, schema)
+        except EngineError as exc:
+            log.error = str(exc)
+            raise
+        log.finish_reason, log.output = done.finish_reason, done.text
+        log.prompt_tokens, log.completion_tokens, log.duration_s = (
+            done.prompt_tokens,
+            done.completion_tokens,
+            done.duration_s,
+        )
+        return done
