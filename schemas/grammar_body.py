@@ -111,6 +111,22 @@ def merge(base: Node, extra: Node) -> Node:
 
 
 @cache
+def _pattern_unbounded(pattern: str) -> bool:
+    """True when the pattern matches strings of any length (`.*`, `a+`, `{2,}`), or Python cannot tell.
+
+    XGrammar ignores maxLength beside a pattern, so such a pattern in the grammar lets a looping model
+    write to the token budget. `re`'s parser measures the longest match; a pattern it cannot read
+    counts as unbounded.
+    """
+    from re import _constants, _parser  # the stdlib's own regex parser: the width of a pattern
+
+    try:
+        return bool(_parser.parse(pattern).getwidth()[1] >= _constants.MAXREPEAT)
+    except Exception:  # re.error, or a recursion limit on a pathological pattern
+        return True
+
+
+@cache
 def _pattern_compiles(pattern: str) -> bool:
     import xgrammar
 
@@ -202,6 +218,13 @@ class GrammarBuilder:
         if isinstance(pattern, str) and "format" not in grammar:
             if UNICODE_PROPERTY.search(pattern):
                 self.after(pointer, f"pattern {pattern!r} (the grammar misreads its \\p{{...}} classes)")
+            elif _pattern_unbounded(pattern):
+                self.after(pointer, f"pattern {pattern!r} (unbounded: decoded as a bounded string)")
+                self.report.changed.append(
+                    f"{show(pointer)}: pattern {pattern!r} has no length bound and XGrammar ignores "
+                    "maxLength beside it; decoded as a bounded string, the pattern checked after "
+                    "(bound its repetitions, e.g. {0,40} instead of *)"
+                )
             elif _pattern_compiles(pattern):
                 grammar["pattern"] = pattern
                 if LOOKAROUND.search(pattern):

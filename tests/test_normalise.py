@@ -95,7 +95,7 @@ def test_annotation_keywords_are_ignored_not_refused() -> None:
         ({**NAME, "not": {"const": "x"}}, "not"),
         ({"type": "string", "format": "email", "maxLength": 40}, "format 'email'"),
         (
-            {"type": "string", "pattern": "^a+$", "maxLength": 4},
+            {"type": "string", "pattern": "^a{1,4}$", "maxLength": 4},
             "maxLength/minLength beside format or pattern",
         ),
         ({"type": "array", "maxItems": 3, "items": {**NAME, "x-format": "email"}}, "x-format 'email'"),
@@ -109,6 +109,22 @@ def test_keywords_the_grammar_drops_are_reported_as_checked_after(node: dict, ke
     assert any(keyword in line and "checked after, not enforced" in line for line in report.checked_after)
     assert grammar_compile_error(report.grammar) is None
     assert report.checked["properties"]["a"] == node  # the user's constraint stays, validated after
+
+
+@pytest.mark.parametrize("pattern", [".*", "^[A-Z]+-\\d+$", "x{2,}", "(ab|c)*d"])
+def test_an_unbounded_pattern_never_reaches_the_grammar_unbounded(pattern: str) -> None:
+    """Issue 20 point 5: `.*` passed the lint and reached XGrammar, which ignores maxLength beside it."""
+    from formwork.schemas.budget import format_budget
+    from formwork.schemas.lint import lint_schema
+
+    body = obj(a={"type": "string", "pattern": pattern, "maxLength": 30, "description": "a"})
+    grammar = normalise(body).grammar["properties"]["a"]
+    assert grammar == {"type": "string", "maxLength": 30}  # bounded; the pattern is checked after
+    assert any("has no length bound" in p for p in lint_schema(body))
+    assert format_budget(normalise(body).grammar) < 200
+    bounded = obj(a={"type": "string", "pattern": "^[A-Z]{2,5}-\\d{1,6}$", "description": "a"})
+    assert normalise(bounded).grammar["properties"]["a"]["pattern"] == "^[A-Z]{2,5}-\\d{1,6}$"
+    assert lint_schema(bounded) == []
 
 
 def test_all_of_is_merged_for_the_grammar_and_a_clash_is_refused() -> None:
