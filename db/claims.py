@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
 from formwork.db.models import RecordClaim, RetryEntry, Run, utcnow
@@ -81,12 +81,17 @@ def heartbeat(session: Session, run_id: int, worker: str | None = None) -> None:
 
 
 def mark_crashed(session: Session, silent_for: timedelta) -> int:
-    """Runs still `running` whose heartbeat stopped more than `silent_for` ago died: mark them `crashed`."""
+    """Runs still `running` whose heartbeat stopped more than `silent_for` ago died: mark them `crashed`.
+
+    A run an older version left running has no heartbeat at all (the column came with 0002): its
+    start is the last sign of life.
+    """
     cutoff = utcnow() - silent_for
+    last_seen = func.coalesce(Run.heartbeat_at, Run.started_at)
     statement = (
         update(Run)
-        .where(Run.state == "running", Run.heartbeat_at.is_not(None), Run.heartbeat_at < cutoff)
-        .values(state="crashed", finished_at=Run.heartbeat_at)
+        .where(Run.state == "running", last_seen < cutoff)
+        .values(state="crashed", finished_at=last_seen)
         .execution_options(synchronize_session=False)
     )
     count = session.execute(statement).rowcount

@@ -69,13 +69,36 @@ def get_engine(url: str) -> Engine:
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     engine = _open(url, "BEGIN IMMEDIATE")
-    with engine.begin() as connection:
-        if parsed.get_backend_name() == "postgresql":
-            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
-        config = alembic_config(url)
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+    _migrate(engine, url)
     return engine
+
+
+def _migrate(engine: Engine, url: str) -> None:
+    """Upgrade to head in one transaction; on SQLite with foreign keys off, checked before the commit.
+
+    SQLite's ALTER TABLE cannot change constraints, so a batch migration copies a table and drops the
+    old one; with foreign keys on, dropping `records` while other tables point at it fails as soon as
+    the database holds data. The pragma only takes effect outside a transaction, so it is set on the
+    driver's connection before BEGIN, and `foreign_key_check` refuses a migration that broke a key.
+    """
+    sqlite_db = engine.dialect.name == "sqlite"
+    with engine.connect() as connection:
+        driver = connection.connection.driver_connection
+        if sqlite_db:
+            driver.execute("PRAGMA foreign_keys=OFF")
+        try:
+            with connection.begin():
+                if engine.dialect.name == "postgresql":
+                    connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})")
+                config = alembic_config(url)
+                config.attributes["connection"] = connection
+                command.upgrade(config, "head")
+                broken = connection.exec_driver_sql("PRAGMA foreign_key_check").all() if sqlite_db else []
+                if broken:
+                    raise RuntimeError(f"the migration left rows with broken foreign keys: {broken[:5]}")
+        finally:
+            if sqlite_db:
+                driver.execute("PRAGMA foreign_keys=ON")
 
 
 @cache
