@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Select, delete, exists, func, select, update
 from sqlalchemy.orm import Session
 
-from formwork.db.models import RecordClaim, RetryEntry, Run, utcnow
+from formwork.db.models import Record, RecordClaim, Result, RetryEntry, Run, utcnow
 from formwork.db.session import is_postgres, upsert_insert
 from formwork.schemas.registry import Schema
 
@@ -41,6 +41,34 @@ def claim_records(
     won = set(session.scalars(statement))
     session.commit()
     return [i for i in record_ids if i in won]
+
+
+def unprocessed(source: str, schema: Schema) -> Select:
+    """The newest record of each key of `source` that has no result for this schema version.
+
+    Only the newest text of a key counts: an older text of a changed row is history, not work.
+    """
+    newest = select(func.max(Record.id)).where(Record.source == source).group_by(Record.key)
+    done = exists().where(
+        Result.record_id == Record.id,
+        Result.schema_name == schema.name,
+        Result.schema_version == schema.version,
+    )
+    return select(Record.id).where(Record.id.in_(newest), ~done).order_by(Record.id)
+
+
+def left_behind(session: Session, source: str, schema: Schema, stale_after: timedelta) -> list[int]:
+    """Stored records of `source` with no result and no live claim: a killed run stored them and died.
+
+    A run that reads only new rows (a SQL watermark) would never see them again, so it takes them up.
+    """
+    live = exists().where(
+        RecordClaim.record_id == Record.id,
+        RecordClaim.schema_name == schema.name,
+        RecordClaim.schema_version == schema.version,
+        RecordClaim.claimed_at >= utcnow() - stale_after,
+    )
+    return list(session.scalars(unprocessed(source, schema).where(~live)))
 
 
 def release_held(session: Session, run_id: int, schema: Schema, record_ids: Sequence[int]) -> set[int]:

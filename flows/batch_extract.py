@@ -13,12 +13,14 @@ is refused here (put it in FORMWORK_DB_URL or formwork.toml on the worker instea
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from datetime import timedelta
 from itertools import islice
 from pathlib import Path
 
 from prefect import flow, get_run_logger
 from sqlalchemy.orm import Session
 
+from formwork.db.claims import left_behind
 from formwork.db.queries import RunSummary
 from formwork.db.session import session_factory
 from formwork.db.store import check_schema_body, records_without_result, store_records
@@ -45,6 +47,24 @@ def _stored_pending(
             pending = records_without_result(session, ids, schema)
             session.commit()
         yield from pending
+
+
+def _then_left_behind(
+    pending: Iterable[int], sessions: Callable[[], Session], label: str, schema: Schema, lease: timedelta
+) -> Iterator[int]:
+    """The ids read from the source, then its stored records that a killed run left without a result.
+
+    A SQL source reads only from its watermark on, so a row stored by a run that died before its model
+    calls would otherwise never be read again.
+    """
+    seen: set[int] = set()
+    for record_id in pending:
+        seen.add(record_id)
+        yield record_id
+    with sessions() as session:
+        behind = [i for i in left_behind(session, label, schema, lease) if i not in seen]
+        session.commit()
+    yield from behind
 
 
 def source_label(source: str, sql: SqlSelection | None = None) -> str:
@@ -75,8 +95,9 @@ def batch_extract(
     chosen = load_checked_schema(schema)
     sql = sql_selection(source, query, table, id_column, text_column, updated_column)
     # a missing or unreadable source is refused here, before any write
+    window = timedelta(seconds=settings.sql_reread_s)
     records = (
-        rows_since_watermark(settings.db_url, source, sql, chosen)
+        rows_since_watermark(settings.db_url, source, sql, chosen, window)
         if sql
         else read_records(source, follow_symlinks=follow_symlinks)
     )
@@ -88,9 +109,10 @@ def batch_extract(
         context = new_context(sessions, settings, chosen, engines, flow="batch_extract", source=label)
         get_run_logger().info("run %s: %s from %s", context.run_id, chosen.label, label)
         size = chunk_size or settings.chunk_size
-        summary = run_chunks(
-            context, chunked(_stored_pending(sessions, label, islice(records, limit), chosen, size), size)
-        )
+        pending = _stored_pending(sessions, label, islice(records, limit), chosen, size)
+        if sql:
+            pending = _then_left_behind(pending, sessions, label, chosen, context.lease)
+        summary = run_chunks(context, chunked(islice(pending, limit), size))
         if isinstance(records, SqlRows):  # finished: the next run starts after what this one read
             with sessions() as session:
                 advance_watermark(session, records, chosen, summary.run_id)

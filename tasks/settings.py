@@ -81,6 +81,9 @@ class Settings(BaseSettings):
     review_dir: Path | None = Field(
         None, description="write each run's review page here (run-N.html) and link it from Prefect"
     )
+    sql_reread_s: float = Field(
+        300, ge=0, description="a SQL source re-reads this far behind its watermark (late commits)"
+    )
     run_lease_s: float = Field(
         60, gt=0, description="a run silent this long is dead: crashed, its records free for other runs"
     )

@@ -127,7 +127,10 @@ def test_since_takes_only_rows_at_or_after_the_watermark_and_null_rows_always(so
                        page_size=2)  # fmt: skip
     keys = [r.key for r in records]
     assert keys == ["2", "4", "5", "6"]
-    assert records.high.replace(tzinfo=UTC) == rows[5]["updated_at"]
+    high = records.high  # SQLite: the column's own text; PostgreSQL: a datetime
+    assert (datetime.fromisoformat(high) if isinstance(high, str) else high).replace(tzinfo=UTC) == rows[5][
+        "updated_at"
+    ]
     by_id = list(read_sql(source_url, table="messages", since=4))
     assert [r.key for r in by_id] == ["5", "6"]
     everything = {r.key: r for r in read_sql(source_url, table="messages")}
@@ -195,7 +198,7 @@ def test_nightly_runs_extract_only_new_and_changed_rows(
         sources = {source for (source,) in session.execute(select(Record.source))}
         assert sources == {url_label(source_url) + "#table=messages"}
         mark = session.scalars(select(Watermark)).one()
-        assert mark.value["type"] == "datetime" and mark.run_id == runs[1]
+        assert mark.value["type"] == ("str" if is_sqlite else "datetime") and mark.run_id == runs[1]
         assert datetime.fromisoformat(mark.value["value"]).replace(tzinfo=UTC) == T0 + timedelta(hours=5)
     third = runner.invoke(app, args)  # nothing new: only the boundary row is read again, and not extracted
     assert third.exit_code == 0 and "nothing to do" in third.output, third.output
@@ -206,3 +209,141 @@ def test_nightly_runs_extract_only_new_and_changed_rows(
         with get_client(sync_client=True) as client:
             parameters = [run.parameters for run in client.read_flow_runs()]
         assert parameters and PASSWORD not in json.dumps(parameters)
+
+
+def test_sqlite_text_timestamps_keep_the_inclusive_boundary(tmp_path) -> None:
+    """Issue 20 point 8: the watermark was bound as `… 10:00:00.000000` against stored `… 10:00:00`,
+    so the inclusive boundary acted as exclusive and a row written in the same second was missed."""
+    url = f"sqlite:///{tmp_path / 'stamped.db'}"
+    stamped = "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT, updated_at DATETIME)"
+    _write(url, text(stamped))  # as another program writes it: seconds, no fraction
+    same = "'2025-03-01 10:00:00'"
+    _write(url, text(f"INSERT INTO notes VALUES (1, 'Taxi 12 EUR', {same}), (2, 'Lunch 9', {same}), "
+                     f"(3, 'Bus 3 EUR', {same})"))  # fmt: skip
+    first = read_sql(url, table="notes", updated_column="updated_at", page_size=1)  # pages end mid-second
+    assert [r.key for r in first] == ["1", "2", "3"]
+    _write(url, text("INSERT INTO notes VALUES (4, 'Hotel 80 EUR', '2025-03-01 10:00:00')"))
+    again = read_sql(url, table="notes", updated_column="updated_at", since=first.high)
+    assert "4" in [r.key for r in again]
+
+
+def test_the_safety_window_moves_back_in_the_values_own_shape() -> None:
+    from formwork.db.watermarks import reread_from
+
+    window = timedelta(minutes=5)
+    assert reread_from("2025-03-01 10:00:00", window) == "2025-03-01 09:55:00"
+    assert reread_from("2025-03-01T10:00:00.250000+00:00", window) == "2025-03-01T09:55:00"
+    assert reread_from(T0, window) == T0 - window
+    assert (
+        reread_from(41, window) == 41 and reread_from("not a time at all!!", window) == "not a time at all!!"
+    )
+
+
+@pytest.mark.postgres
+def test_a_row_committed_after_a_run_read_past_it_is_read_again(postgres_db_url) -> None:
+    """Issue 20 point 8: `DEFAULT now()` is the transaction's start, so a slow transaction commits a
+    timestamp below what a run already read; only a re-read window behind the watermark finds it."""
+    from formwork.db.watermarks import reread_from
+
+    engine = create_engine(postgres_db_url)
+    with engine.begin() as connection:
+        connection.execute(text("CREATE TABLE notes (id serial PRIMARY KEY, text text, "
+                                "updated_at timestamptz NOT NULL DEFAULT now())"))  # fmt: skip
+    slow = engine.connect()
+    slow.begin()
+    slow.execute(text("INSERT INTO notes (text) VALUES ('Taxi 12 EUR')"))  # stamped now, committed later
+    with engine.begin() as connection:
+        connection.execute(text("SELECT pg_sleep(0.05)"))
+        connection.execute(text("INSERT INTO notes (text) VALUES ('Lunch 9 EUR')"))
+    first = read_sql(postgres_db_url, table="notes", updated_column="updated_at")
+    assert [r.text for r in first] == ["Lunch 9 EUR"]
+    slow.commit()
+    slow.close()
+    engine.dispose()
+    exact = read_sql(postgres_db_url, table="notes", updated_column="updated_at", since=first.high)
+    assert "Taxi 12 EUR" not in [r.text for r in exact]  # what the watermark alone misses
+    since = reread_from(first.high, timedelta(minutes=5))
+    windowed = read_sql(postgres_db_url, table="notes", updated_column="updated_at", since=since)
+    assert "Taxi 12 EUR" in [r.text for r in windowed]
+
+
+def test_without_an_updated_column_every_row_is_read_each_run(source_url, tmp_path) -> None:
+    """Issue 20 point 9: the watermark was max(id), so a new row whose id sorts lower and a row
+    edited in place were never read."""
+    from formwork.db.store import start_run
+    from formwork.db.watermarks import advance_watermark, rows_since_watermark
+    from formwork.schemas.registry import load_schema
+
+    notes = Table("notes", MetaData(), Column("id", String(40), primary_key=True), Column("text", Text))
+    engine = create_engine(source_url)
+    notes.create(engine)
+    engine.dispose()
+    _write(
+        source_url, insert(notes).values([{"id": "b7", "text": "Taxi 12 EUR"}, {"id": "c2", "text": "Bus 3"}])
+    )
+    db, schema = f"sqlite:///{tmp_path / 'formwork.db'}", load_schema("expense")
+    selection = sql_selection(source_url, table="notes")
+    first = rows_since_watermark(db, source_url, selection, schema)
+    assert [r.key for r in first] == ["b7", "c2"]
+    with session_factory(db)() as session:
+        advance_watermark(session, first, schema, start_run(session, schema, flow="t", source="s",
+                          engine="local", reasoning_model="m", formatting_model="m"))  # fmt: skip
+    _write(source_url, insert(notes).values({"id": "a9", "text": "Lunch 9 EUR"}))  # sorts lower
+    _write(source_url, update(notes).where(notes.c.id == "b7").values(text="Taxi 14 EUR"))  # in place
+    second = {r.key: r.text for r in rows_since_watermark(db, source_url, selection, schema)}
+    assert second == {"a9": "Lunch 9 EUR", "b7": "Taxi 14 EUR", "c2": "Bus 3"}
+
+
+def test_a_query_may_hold_a_colon_word_in_a_string_literal(source_url) -> None:
+    """Issue 20 point 17: `:word` inside a literal was read as a bind parameter and refused."""
+    _write(source_url, insert(messages).values(_rows(2)))
+    query = "SELECT id, text || ' at 10:30 :note' AS text FROM messages WHERE author <> 'x:y'"
+    records = list(read_sql(source_url, query=query))
+    assert [r.text for r in records] == ["Taxi 11 EUR to the airport at 10:30 :note",
+                                         "Taxi 12 EUR to the airport at 10:30 :note"]  # fmt: skip
+    if not source_url.startswith("sqlite"):
+        cast = list(read_sql(source_url, query="SELECT id::text AS id, text FROM messages"))
+        assert [r.key for r in cast] == ["1", "2"]
+
+
+@pytest.mark.slow
+def test_rows_a_killed_run_claimed_are_processed_and_the_watermark_waits_for_them(
+    prefect_harness, local_engine, monkeypatch, tmp_path
+) -> None:
+    """Issue 20 point 7: rows claimed by a killed run were skipped, the watermark moved past them and
+    every later run said "nothing to do" (after three runs 10 of 10 rows had no result)."""
+    from formwork.db.claims import claim_records
+    from formwork.db.store import start_run, store_records
+    from formwork.db.watermarks import save_watermark
+    from formwork.schemas.registry import load_schema
+
+    monkeypatch.setenv("FORMWORK_REASONING_MAX_TOKENS", "16")
+    monkeypatch.setenv("FORMWORK_MAX_ATTEMPTS", "1")
+    source_url, db = f"sqlite:///{tmp_path / 'source.db'}", f"sqlite:///{tmp_path / 'formwork.db'}"
+    engine = create_engine(source_url)
+    messages.create(engine)
+    engine.dispose()
+    _write(source_url, insert(messages).values(_rows(3)))
+    rows, schema = read_sql(source_url, table="messages", updated_column="updated_at"), load_schema("expense")
+    with session_factory(db)() as session:  # a run stores and claims the rows, then is killed
+        ids = store_records(session, rows.record_source, list(rows))
+        killed = start_run(session, schema, flow="batch_extract", source=rows.record_source,
+                           engine="local", reasoning_model="m", formatting_model="m")  # fmt: skip
+        assert claim_records(session, killed, schema, ids, timedelta(minutes=1)) == ids
+    args = ["run", source_url, "--schema", "expense", "--db", db, "--table", "messages",
+            "--updated-column", "updated_at"]  # fmt: skip
+    second = runner.invoke(app, args)  # the killed run's claims are still fresh: skipped, not lost
+    assert second.exit_code == 0, second.output
+    with session_factory(db)() as session:
+        mark = session.scalars(select(Watermark)).one()
+        assert datetime.fromisoformat(mark.value["value"]).replace(tzinfo=UTC) == T0 + timedelta(minutes=1)
+        assert session.query(Result).count() == 0
+        # an hour on, the killed run is silent; and say an older version had moved the watermark past
+        session.execute(text("UPDATE record_claims SET claimed_at = '2020-01-01 00:00:00.000000'"))
+        session.execute(text("UPDATE runs SET heartbeat_at = '2020-01-01 00:00:00.000000'"))
+        session.commit()
+        save_watermark(session, mark.source, mark.selection, schema, "2099-01-01 00:00:00", mark.run_id)
+    third = runner.invoke(app, args)
+    assert third.exit_code == 0, third.output
+    with session_factory(db)() as session:
+        assert sorted(r.record_id for r in session.scalars(select(Result))) == ids

@@ -10,6 +10,9 @@ run has read; the next run starts there. With an updated column the boundary is 
 row written later with the same timestamp is not missed, and re-reading the boundary rows costs
 nothing because records are idempotent per (source, key, text hash). Rows whose updated column is NULL
 have no place in that order, so they are read on every run (again at no model cost when unchanged).
+SQLite keeps timestamps as text in whatever shape the writer chose (`10:00:00` or
+`10:00:00.000000`), so its date and time columns are read and compared as that text: a bound
+parameter rendered in another shape would turn the inclusive boundary into an exclusive one.
 
 A URL password never leaves this module: labels are redacted, and a flow given the redacted URL finds
 the real one in FORMWORK_SOURCE_URL, which the CLI sets (flow parameters are stored by Prefect).
@@ -27,7 +30,20 @@ from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Column, MetaData, Table, column, create_engine, select, text, tuple_
+from sqlalchemy import (
+    Column,
+    Date,
+    DateTime,
+    MetaData,
+    String,
+    Table,
+    Time,
+    column,
+    create_engine,
+    select,
+    text,
+    tuple_,
+)
 from sqlalchemy.engine.url import make_url
 from sqlalchemy.exc import NoSuchTableError, SQLAlchemyError
 from sqlalchemy.sql import ColumnElement, Selectable
@@ -144,6 +160,11 @@ class SqlRows(Iterator[InputRecord]):
             raise SourceProblem(f"{self.label}: {said}") from None
         self._rows = self._read()
 
+    @property
+    def record_source(self) -> str:
+        """The `records.source` of this selection's records: the password-free URL and the selection."""
+        return f"{self.label}#{self.selection.label()}"
+
     def __next__(self) -> InputRecord:
         return next(self._rows)
 
@@ -158,8 +179,13 @@ class SqlRows(Iterator[InputRecord]):
                     )
                 except NoSuchTableError:
                     raise SourceProblem(f"{self.label}: no table {s.table!r}") from None
+                if connection.dialect.name == "sqlite":
+                    for col in source.c:  # type: ignore[attr-defined]
+                        if isinstance(col.type, Date | DateTime | Time):
+                            col.type = String()  # SQLite keeps them as text: compare that text as is
             else:
-                query = s.query.strip().rstrip(";")  # type: ignore[union-attr]
+                # sent as written: a `:word` inside a string literal is no bind parameter
+                query = s.query.strip().rstrip(";").replace(":", "\\:")  # type: ignore[union-attr]
                 names = list(connection.execute(text(f"SELECT * FROM ({query}) AS src LIMIT 0")).keys())
                 source = text(query).columns(*(column(name) for name in names)).subquery("src")
         found = list(source.c.keys())
