@@ -7,6 +7,7 @@ import json
 import pytest
 
 from formwork.tasks.sources import SourceProblem, read_records
+from formwork.tasks.sources.keys import content_key
 
 
 def test_jsonl_keeps_bad_lines_as_records_with_a_problem(write_jsonl) -> None:
@@ -21,7 +22,7 @@ def test_jsonl_keeps_bad_lines_as_records_with_a_problem(write_jsonl) -> None:
         ]
     )
     records = list(read_records(path))
-    assert [r.key for r in records] == ["a", "line-2", "b", "c", "line-5", "line-6"]
+    assert [r.key for r in records] == ["a", "line-2", "b", "c", "line-5", content_key("no id")]
     assert records[0].problem is None and records[0].meta == {"team": "ops"}
     assert "line 2 is not valid JSON" in records[1].problem
     assert "the text is empty" in records[2].problem

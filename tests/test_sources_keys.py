@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from formwork.tasks.sources import read_records
+from formwork.tasks.sources.keys import content_key
 from tests.test_sources import assert_storable
 
 
@@ -25,14 +26,31 @@ def test_eight_jsonl_lines_with_null_and_colliding_ids_give_eight_records(write_
     assert len(records) == 8
     assert_storable(records)
     assert [r.text for r in records][:2] == ["Taxi 20 EUR", "Lunch 12 USD"]
-    assert [r.key for r in records[:3]] == ["line-1", "line-2", "7"]
+    assert [r.key for r in records[:3]] == [content_key("Taxi 20 EUR"), content_key("Lunch 12 USD"), "7"]
     assert "None" not in {r.key for r in records}
     assert [r.problem for r in records[:3]] == [None, None, None]
     assert records[3].key == "line-4" and records[3].problem == "line 4: id '7' collides with line 3"
-    assert records[4].key == "line-5" and records[4].problem is None
-    assert records[5].problem == "line 6: id 'line-5' collides with line 5"
+    assert records[4].key == content_key("Coffee 3 EUR") and records[4].problem is None
+    assert records[5].key == "line-5" and records[5].problem is None  # no id took it
     assert records[6].problem == "line 7: id '7' collides with line 3"
-    assert records[7].key == "line-8" and records[7].problem is None
+    assert records[7].key == content_key("Fuel 60 EUR") and records[7].meta["line"] == 8
+
+
+def test_a_line_inserted_above_id_less_lines_makes_no_new_record(write_jsonl, db_url) -> None:
+    """Issue 20 point 10: id-less lines were keyed by line number, so one line inserted at the top
+    made every line after it a new record, extracted again (a paid call for an unchanged text)."""
+    from formwork.db.session import session_factory
+    from formwork.db.store import store_records
+
+    lines = [{"text": "Taxi 20 EUR"}, {"text": "Lunch 12 USD"}, {"text": "Taxi 20 EUR"}]
+    before = list(read_records(write_jsonl(lines)))
+    after = list(read_records(write_jsonl([{"text": "Hotel 300 GBP"}, *lines])))
+    assert [r.key for r in after[1:]] == [r.key for r in before]  # the repeated text: key~2 both times
+    assert [r.meta["line"] for r in after] == [1, 2, 3, 4]
+    with session_factory(db_url)() as session:
+        first = store_records(session, "in.jsonl", before)
+        second = store_records(session, "in.jsonl", after)
+    assert second[1:] == first and second[0] not in first
 
 
 def test_csv_rows_with_colliding_ids_each_give_a_record(tmp_path) -> None:
@@ -83,7 +101,7 @@ def test_numeric_ids_compare_as_text(write_jsonl) -> None:
 def test_a_json_number_too_long_for_python_is_a_broken_line_not_a_crash(write_jsonl) -> None:
     path = write_jsonl(['{"id": 1' + "0" * 5000 + ', "text": "x"}', "[" * 100_000, {"text": "fine"}])
     records = list(read_records(path))
-    assert [r.key for r in records] == ["line-1", "line-2", "line-3"]
+    assert [r.key for r in records] == ["line-1", "line-2", content_key("fine")]
     assert "line 1 is not valid JSON" in records[0].problem
     assert "line 2 is not valid JSON" in records[1].problem
     assert records[2].problem is None

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from formwork.tasks.sources.keys import KeyBook
+from formwork.tasks.sources.keys import KeyBook, content_key
 from formwork.tasks.sources.records import (
     InputRecord,
     SourceProblem,
@@ -92,12 +92,15 @@ def _record(raw: bytes, number: int, book: KeyBook) -> InputRecord:
         return finished(InputRecord(key, line, {}, f"{where} is not a JSON object"), where, warnings)
 
     wanted, id_problem = own_id(fields.get("id"))
-    key, key_problem = book.claim(wanted, fallback, where)
     meta = clean_value({k: v for k, v in fields.items() if k not in ("id", "text")}, warnings)
     text, text_problem = fields.get("text"), None
     if not isinstance(text, str):
         text, text_problem = line, f"{where} has no string 'text'"
     elif "\\u" in line:  # the line is clean text: only a \u escape puts a surrogate or a NUL in a string
         text = clean_text(text, warnings)
+    if wanted is None and id_problem is None:  # no id: keyed by its text, its place kept in meta
+        fallback = content_key(text)
+        meta.setdefault("line", number)
+    key, key_problem = book.claim(wanted, fallback, where)
     problem = joined(f"{where}: {id_problem}" if id_problem else None, key_problem, text_problem)
     return finished(InputRecord(key, text, meta, problem), where, warnings)

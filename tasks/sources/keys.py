@@ -4,6 +4,7 @@ A key is what the operator matches results back with, so the input's own id is u
 be. When it cannot, the record still gets a key and says why in its `problem` (stored as a `failed`
 result), so nothing is merged or dropped in silence:
 
+- no id at all: a hash of the text (`content_key`), the line number kept in the record's meta;
 - an id already used by an earlier line: the later line is keyed by its position (`line-9`) and says
   which line had the id first (keeping the first is what makes rereading the same file stable);
 - an id no database column holds (a lone surrogate, a NUL, more than 200 characters): a safe key made
@@ -41,6 +42,15 @@ def safe_key(key: str) -> str:
     """A storable key for `key`: its readable head and a hash of all of it (stable across reads)."""
     digest = hashlib.sha256(key.encode("utf-8", errors="surrogatepass")).hexdigest()[:12]
     return f"{readable(key)}~{digest}"
+
+
+def content_key(text: str) -> str:
+    """The key of a record that has no id: a hash of its text, so it keeps its key wherever it moves.
+
+    A line number would shift when a line is inserted above, and every line after it would become a
+    new record, extracted again: a paid call for an unchanged text.
+    """
+    return f"text-{hashlib.sha256(text.encode('utf-8', errors='surrogatepass')).hexdigest()[:16]}"
 
 
 class KeyBook:
