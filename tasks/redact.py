@@ -1,9 +1,10 @@
 """Keep secrets out of everything Formwork writes: stored errors, logs, flow parameters, the CLI's output.
 
 Two kinds of secret reach error messages: a password inside a URL (`postgresql://u:pw@db/x`,
-`http://u:pw@gpu-1:8000/v1`), and an API key that Formwork itself sends. The first is recognised by
-shape, the second because the settings register it here when they read it. Redaction happens at the
-boundaries (the store, the engines' messages, the logs), so no caller has to remember it.
+`http://u:pw@gpu-1:8000/v1`, `…/x?password=pw`) or a DSN (`host=db password=pw`), and an API key
+that Formwork itself sends. The first is recognised by shape, the second because the settings
+register it here when they read it. Redaction happens at the boundaries (the store, the engines'
+messages, the logs), so no caller has to remember it.
 """
 
 from __future__ import annotations
@@ -12,8 +13,13 @@ import logging
 import re
 import threading
 
-_URL_PASSWORD = re.compile(
-    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s:@]*):(?P<password>[^@\s/]+)@"
+_URL_PASSWORD = re.compile(  # a password may hold `/`; it ends at the `@` before the host
+    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/\s:@]*):(?P<password>[^@\s]+)@"
+)
+# `?password=…` in a URL's query string, `password=…` in a libpq DSN (`host=db password='a b'`)
+_KEYWORD_PASSWORD = re.compile(
+    r"(?P<key>(?<![A-Za-z0-9_])(?:password|passwd)\s*=\s*)(?P<value>'(?:[^'\\]|\\.)*'|[^\s&;#']+)",
+    re.IGNORECASE,
 )
 _secrets: set[str] = set()
 _lock = threading.Lock()
@@ -32,6 +38,7 @@ def redact(text: str) -> str:
     if not text:
         return text
     text = _URL_PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    text = _KEYWORD_PASSWORD.sub(lambda m: f"{m['key']}{MASK}", text)
     with _lock:
         secrets = sorted(_secrets, key=len, reverse=True)
     for secret in secrets:

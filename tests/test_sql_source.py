@@ -35,8 +35,9 @@ from typer.testing import CliRunner
 from formwork.db.models import Base, ModelCall, Record, Result, Watermark
 from formwork.db.session import session_factory
 from formwork.flows.cli import app
+from formwork.tasks.redact import redact
 from formwork.tasks.sources import SourceProblem
-from formwork.tasks.sources.sql import read_sql, sql_selection, url_label
+from formwork.tasks.sources.sql import read_sql, real_source_url, sql_selection, url_label
 
 PASSWORD = "Src-s3cret-91"
 T0 = datetime(2025, 3, 1, 8, 0, tzinfo=UTC)
@@ -347,3 +348,49 @@ def test_rows_a_killed_run_claimed_are_processed_and_the_watermark_waits_for_the
     assert third.exit_code == 0, third.output
     with session_factory(db)() as session:
         assert sorted(r.record_id for r in session.scalars(select(Result))) == ids
+
+
+@pytest.mark.parametrize(
+    "secret_url",
+    [
+        "postgresql://reader:Sl/ash-s3cret@db.internal/app",  # a `/` in the password
+        "postgresql://reader@db.internal/app?sslmode=require&password=Qu3ry-s3cret",
+        "host=db.internal user=reader password='Dsn s3cret' dbname=app",
+    ],
+)
+def test_passwords_in_query_strings_dsns_and_with_slashes_are_masked(secret_url: str) -> None:
+    """Issue 20 point 11: these reached records.source, runs.source and Prefect's flow parameters."""
+    from formwork.tasks.redact import refuse_secret
+    from formwork.tasks.sources.sql import source_in_environment
+
+    secret = "s3cret"
+    assert secret not in redact(secret_url) and "***" in redact(secret_url)
+    with pytest.raises(ValueError, match="must not carry a password"):
+        refuse_secret("source", secret_url, "use PGPASSWORD")
+    if "://" in secret_url:
+        assert secret not in url_label(secret_url)
+        with source_in_environment(secret_url) as parameter:  # what the CLI hands Prefect
+            assert secret not in parameter and real_source_url(parameter) == secret_url
+
+
+@pytest.mark.postgres
+def test_a_query_string_password_with_a_slash_reads_and_is_never_stored(postgres_db_url, tmp_path) -> None:
+    from formwork.db.store import store_records
+    from formwork.tasks.sources.sql import source_in_environment
+
+    role, password = f"reader_{uuid.uuid4().hex[:8]}", "Sl/ash-s3cret"
+    with create_engine(postgres_db_url).begin() as connection:
+        connection.execute(text(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'"))
+        connection.execute(text(f"GRANT ALL ON SCHEMA public TO {role}"))
+    base = make_url(postgres_db_url).set(username=role, password=None).render_as_string()
+    url = f"{base}?password={password.replace('/', '%2F')}"
+    engine = create_engine(url)
+    messages.create(engine)
+    engine.dispose()
+    _write(url, insert(messages).values(_rows(2)))
+    with source_in_environment(url) as parameter:
+        rows = read_sql(parameter, table="messages")
+        db = f"sqlite:///{tmp_path / 'formwork.db'}"
+        with session_factory(db)() as session:
+            assert len(store_records(session, rows.record_source, list(rows))) == 2
+    assert "s3cret" not in _all_text(db) and "***" in _all_text(db)

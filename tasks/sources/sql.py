@@ -83,7 +83,9 @@ def url_label(url: str) -> str:
     parsed = make_url(driver_url(url))
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):
         parsed = parsed.set(database=str(Path(parsed.database).resolve()))
-    return redact(parsed.render_as_string(hide_password=False))
+    if parsed.password is not None:
+        parsed = parsed.set(password=MASK)
+    return redact(parsed.render_as_string(hide_password=False))  # and a `?password=` in the query
 
 
 @dataclass(frozen=True)
