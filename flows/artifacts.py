@@ -48,11 +48,20 @@ def publish_run(sessions: Callable[[], Session], summary: RunSummary, review_dir
     return page
 
 
+def reader_of(sessions: Callable[[], Session]) -> Callable[[], Session]:
+    """The reading sessions of the database that `sessions` writes to (db.session.reader_factory)."""
+    from formwork.db.session import reader_factory
+
+    with sessions() as session:  # no statement runs, so no transaction (and no lock) begins
+        url = session.get_bind().url.render_as_string(hide_password=False)
+    return reader_factory(url)
+
+
 def write_review(sessions: Callable[[], Session], run_id: int, folder: Path) -> Path:
     """Write run `run_id`'s review page into `folder` as run-N.html; return its path."""
     from formwork.flows.review import load_review, render_review
 
-    with sessions() as session:
+    with reader_of(sessions)() as session:  # a read: on SQLite it must not take the write lock
         items = load_review(session, run_id)
     folder.mkdir(parents=True, exist_ok=True)
     page = folder / f"run-{run_id}.html"

@@ -25,12 +25,20 @@ from formwork.db.queue import Claim, claim_due, record_failure, release_stale
 from formwork.db.session import session_factory
 from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
 from formwork.schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
-from formwork.tasks.redact import refuse_secret
+from formwork.tasks.redact import redact, refuse_secret
 from formwork.tasks.settings import Settings
 
 
 def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+SECRET_SETTINGS = {"db_url", "vllm_api_key"}  # never a flow parameter: Prefect stores parameters
+
+
+def secret_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
+    """The overrides that must not be stored: a secret setting, or any value holding a password."""
+    return {k: v for k, v in overrides.items() if k in SECRET_SETTINGS or redact(str(v)) != str(v)}
 
 
 @flow(name="reprocess_failed", validate_parameters=True)
@@ -42,6 +50,12 @@ def reprocess_failed(
 ) -> list[RunSummary]:
     """Claim up to `limit` due queue entries and run them through both passes again."""
     refuse_secret("db_url", db_url, "set FORMWORK_DB_URL")
+    secret = sorted(secret_overrides(overrides or {}))
+    if secret:
+        raise ValueError(
+            f"overrides {secret} must not be flow parameters (Prefect stores them): set them as "
+            "FORMWORK_* variables on the worker, or use `formwork retry --set`, which does"
+        )
     settings = Settings(**{**(overrides or {}), **({"db_url": db_url} if db_url else {})})
     sessions = session_factory(settings.db_url)
     logger = get_run_logger()

@@ -7,6 +7,7 @@ between runs on one machine (database, engine, server addresses, budgets) lives 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -17,6 +18,8 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^@/\s:]*(?::[^@\s]*?)?@")
 
 
 def _config_file() -> Path:
@@ -100,6 +103,15 @@ class Settings(BaseSettings):
                 raise ValueError(f"vllm_api_key_file {self.vllm_api_key_file}: {exc.strerror}") from exc
         register_secret(key)
         return key
+
+    @field_validator("vllm_url", "vllm_format_url")
+    @classmethod
+    def _without_userinfo(cls, urls: str | None) -> str | None:
+        """Drop `user:password@` from each server URL: httpx would send it as Basic auth in place of
+        the Bearer key, and URLs are logged and stored. The key belongs in `vllm_api_key`."""
+        if urls is None:
+            return None
+        return ",".join(_USERINFO.sub(r"\g<scheme>", url.strip()) for url in urls.split(","))
 
     @field_validator("db_url")
     @classmethod

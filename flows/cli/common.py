@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from enum import StrEnum
 from typing import Annotated, NoReturn
 
@@ -39,17 +39,24 @@ def resolve_db(url: str | None) -> str:
 
 
 @contextmanager
-def database_in_environment(url: str) -> Iterator[None]:
-    """Hand the database URL to a flow through the environment, never as a (stored) flow parameter."""
-    previous = os.environ.get("FORMWORK_DB_URL")
-    os.environ["FORMWORK_DB_URL"] = url
+def settings_in_environment(values: dict[str, str]) -> Iterator[None]:
+    """Hand settings to a flow as FORMWORK_* variables, never as (stored) flow parameters."""
+    names = {f"FORMWORK_{key.upper()}": value for key, value in values.items()}
+    previous = {name: os.environ.get(name) for name in names}
+    os.environ.update(names)
     try:
         yield
     finally:
-        if previous is None:
-            os.environ.pop("FORMWORK_DB_URL", None)
-        else:
-            os.environ["FORMWORK_DB_URL"] = previous
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def database_in_environment(url: str) -> AbstractContextManager[None]:
+    """Hand the database URL to a flow through the environment, never as a (stored) flow parameter."""
+    return settings_in_environment({"db_url": url})
 
 
 def fail(message: str) -> NoReturn:

@@ -7,7 +7,14 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from formwork.flows.cli.common import DbOption, database_in_environment, fail, out, resolve_db
+from formwork.flows.cli.common import (
+    DbOption,
+    database_in_environment,
+    fail,
+    out,
+    resolve_db,
+    settings_in_environment,
+)
 
 
 def _parse_overrides(pairs: list[str]) -> dict[str, str]:
@@ -32,13 +39,18 @@ def retry(
     from pydantic import ValidationError
 
     from formwork.flows.prefect_env import without_heartbeat
-    from formwork.flows.reprocess_failed import reprocess_failed
+    from formwork.flows.reprocess_failed import reprocess_failed, secret_overrides
+    from formwork.tasks.settings import Settings
 
+    overrides = _parse_overrides(set_ or [])
     try:
-        with without_heartbeat(), database_in_environment(resolve_db(db)):
-            summaries = reprocess_failed(limit=limit, overrides=_parse_overrides(set_ or []))
+        Settings(**overrides)  # an unknown key or a bad value is refused here, with its name
     except ValidationError as exc:
         fail(f"a --set value is wrong: {exc}")
+    hidden = secret_overrides(overrides)  # Prefect stores flow parameters: secrets go by environment
+    shown = {k: v for k, v in overrides.items() if k not in hidden}
+    with without_heartbeat(), database_in_environment(resolve_db(db)), settings_in_environment(hidden):
+        summaries = reprocess_failed(limit=limit, overrides=shown)
     if not summaries:
         out.print("nothing due in the retry queue")
     for summary in summaries:

@@ -20,13 +20,13 @@ def review(
 ) -> None:
     """Write the review page: texts with highlighted evidence, JSON, statuses, errors, notes."""
     from formwork.db.queries import latest_run_id
-    from formwork.db.session import session_factory
+    from formwork.db.session import reader_factory
     from formwork.flows.review import STATUSES, load_review, render_review
 
     unknown = sorted(set(status or []) - set(STATUSES))
     if unknown:
         fail(f"unknown status {', '.join(unknown)}: use {', '.join(STATUSES)}")
-    with session_factory(resolve_db(db))() as session:
+    with reader_factory(resolve_db(db))() as session:  # never the write lock: a run may be writing
         run_id = run if run is not None else latest_run_id(session)
         if run_id is None:
             fail("no run in this database yet; start one with `formwork run`")

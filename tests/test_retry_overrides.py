@@ -1,0 +1,51 @@
+"""`formwork retry --set` never stores a secret in Prefect, and server URLs carry no userinfo.
+
+Issue 20 point 12: `--set vllm_api_key=…`, or `--set vllm_url=` with a password, was stored as a
+Prefect flow parameter, and a URL's `user:password@` made httpx send Basic auth instead of the
+configured Bearer key.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from formwork.flows.cli import app
+from formwork.flows.reprocess_failed import reprocess_failed, secret_overrides
+from formwork.tasks.settings import Settings
+
+KEY, PASSWORD = "sk-Ov3rride-key-77", "Url-pa/ss-88"
+
+
+def test_server_urls_lose_their_userinfo_in_the_settings() -> None:
+    settings = Settings(vllm_url=f"http://u:{PASSWORD}@gpu-1:8000/v1, http://gpu-2:8000/v1",
+                        vllm_format_url="https://token@fmt.internal/v1")  # fmt: skip
+    assert settings.vllm_url == "http://gpu-1:8000/v1,http://gpu-2:8000/v1"
+    assert settings.vllm_format_url == "https://fmt.internal/v1"
+    assert Settings(vllm_url="http://127.0.0.1:8011/v1").vllm_url == "http://127.0.0.1:8011/v1"
+
+
+def test_the_flow_refuses_secret_overrides_before_anything_runs() -> None:
+    assert secret_overrides({"vllm_api_key": KEY, "reasoning_max_tokens": "9"}) == {"vllm_api_key": KEY}
+    assert list(secret_overrides({"vllm_url": f"http://u:{PASSWORD}@gpu/v1"})) == ["vllm_url"]
+    with pytest.raises(ValueError, match=r"overrides \['vllm_api_key'\] must not be flow parameters"):
+        reprocess_failed.fn(overrides={"vllm_api_key": KEY})
+
+
+def test_retry_set_passes_secrets_through_the_environment(prefect_harness, db_url) -> None:
+    from prefect.client.orchestration import get_client
+
+    args = ["retry", "--db", db_url, "--set", f"vllm_api_key={KEY}",
+            "--set", f"vllm_url=http://u:{PASSWORD}@127.0.0.1:1/v1", "--set", "reasoning_max_tokens=99"]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "nothing due in the retry queue" in result.output
+    with get_client(sync_client=True) as client:
+        runs = [r for r in client.read_flow_runs() if r.parameters.get("overrides") is not None]
+    stored = json.dumps([r.parameters for r in runs])
+    assert runs and KEY not in stored and PASSWORD not in stored
+    assert any(r.parameters["overrides"] == {"reasoning_max_tokens": "99"} for r in runs)
+    refused = CliRunner().invoke(app, ["retry", "--db", db_url, "--set", "no_such_setting=1"])
+    assert refused.exit_code == 2 and "no_such_setting" in refused.output
