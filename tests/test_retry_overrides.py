@@ -37,8 +37,9 @@ def test_the_flow_refuses_secret_overrides_before_anything_runs() -> None:
 def test_retry_set_passes_secrets_through_the_environment(prefect_harness, db_url) -> None:
     from prefect.client.orchestration import get_client
 
-    args = ["retry", "--db", db_url, "--set", f"vllm_api_key={KEY}",
-            "--set", f"vllm_url=http://u:{PASSWORD}@127.0.0.1:1/v1", "--set", "reasoning_max_tokens=99"]  # fmt: skip
+    url = f"http://u:{PASSWORD}@127.0.0.1:1/v1"
+    args = ["retry", "--db", db_url, "--set", f"vllm_api_key={KEY}", "--set", f"vllm_url={url}",
+            "--set", "reasoning_max_tokens=99"]  # fmt: skip
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "nothing due in the retry queue" in result.output

@@ -22,7 +22,8 @@ def test_review_reads_while_another_process_holds_the_write_lock(db_url: str, tm
     sessions = session_factory(db_url)
     with sessions() as session:
         run_id = start_run(session, flow="batch_extract", source="in.jsonl", schema_name="expense",
-                           schema_version=1, engine="local", reasoning_model="m", formatting_model="m")  # fmt: skip
+                           schema_version=1, engine="local", reasoning_model="m",
+                           formatting_model="m")  # fmt: skip
     writer = sqlite3.connect(db_url.removeprefix("sqlite:///"), isolation_level=None)
     writer.execute("BEGIN IMMEDIATE")  # a run in the middle of storing a chunk
     try:
