@@ -63,7 +63,10 @@ def test_a_changed_file_and_a_fixed_line_are_extracted_again(
     assert "not valid JSON" not in " ".join(texts["Lunch 12 USD"].errors)  # the fix was processed
     rows = [json.loads(line) for line in
             runner.invoke(app, ["results", "--db", db, "--format", "jsonl"]).stdout.splitlines()]  # fmt: skip
-    assert len(rows) == 3 and len(pairs) == 5  # the latest run's three lines; five texts have results
+    # issue 20 point 10: the unchanged Taxi line keeps its key (its text), so it is not extracted again;
+    # the latest run extracted the two new texts, and four texts have results (the broken line's too)
+    assert len(rows) == 2 and len(pairs) == 4
+    assert {row["run"] for row in rows} == {2} and texts["Taxi 20 EUR"].run_id == 1
 
 
 def test_cli_arguments_are_checked_with_clear_errors(tmp_path) -> None:
