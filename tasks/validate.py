@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any, Literal
 
+from formwork.schemas.conform import conform
 from formwork.schemas.paths import Path, null_target, path_text, semantic_errors, set_null
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines.base import Completion
@@ -212,5 +213,15 @@ def judge(
         data = data if isinstance(data, dict) else None
         return Verdict("failed", data, stops + feedback, feedback=feedback, evidence=rows)
     if field_errors:
-        return Verdict("partial", fixed, feedback, nulled, feedback, rows)
-    return Verdict("ok", data, evidence=rows)
+        return as_written(schema, Verdict("partial", fixed, feedback, nulled, feedback, rows))
+    return as_written(schema, Verdict("ok", data, evidence=rows))
+
+
+def as_written(schema: Schema, verdict: Verdict) -> Verdict:
+    """The row as the user's own schema reads it (schemas/conform.py): grammar nulls dropped or
+    defaulted, and listed in the evidence. A row that schema refuses is a bug and never stored as valid."""
+    done = conform(schema, verdict.data)
+    verdict = replace(verdict, data=done.data, evidence=[*verdict.evidence, *done.evidence()])
+    return (
+        replace(verdict, status="failed", errors=verdict.errors + done.problems) if done.problems else verdict
+    )
