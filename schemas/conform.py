@@ -12,8 +12,9 @@ own body (refs inlined) beside the data, every optional property whose value is 
 - stays `null` when the user's schema accepts null (then null is a value the user allows).
 
 Then the data is validated against the user's ORIGINAL body, not only the checked one. A failure there
-is a Formwork bug (the checked body let through what the user's schema refuses): `problems` says so,
-and the caller must never store such a row as valid. A non-object root is checked inside its
+means the checked body let through what the user's schema refuses (a key-presence rule such as
+`dependencies`, or an `allOf` sibling's `required`, is met by a `null` key and broken once it is
+dropped): `problems` says so, and the caller must never store such a row as valid. A non-object root is checked inside its
 `{"value": ...}` wrapper.
 """
 
@@ -130,8 +131,8 @@ def conform(schema: Schema, data: Any) -> Conformed:
     fitted = walk.fit(body, copy.deepcopy(inner), ())
     validator = walk.cls(schema.body, format_checker=walk.cls.FORMAT_CHECKER)
     problems = [
-        f"{path_text(tuple(e.absolute_path))}: {e.message} (the schema as written refuses what its checked "
-        "form accepted: a Formwork bug, please report it)"
+        f"{path_text(tuple(e.absolute_path))}: {e.message} (the schema as written refuses the output once "
+        "its absent values are left out, though the checked body accepted it)"
         for e in validator.iter_errors(fitted)
     ]
     prefix: Path = (ROOT_FIELD,) if wrapped else ()
