@@ -46,7 +46,8 @@ def read_files(mirror: Path, every: int) -> list[tuple[str, dict[str, Any]]]:
                            check=True, capture_output=True, text=True).stdout.split()  # fmt: skip
     names = sorted(names)[::every]
     wanted = "".join(f"HEAD:{n}\n" for n in names).encode()
-    batch = subprocess.run([*git, "cat-file", "--batch"], input=wanted, check=True, capture_output=True).stdout
+    batch = subprocess.run([*git, "cat-file", "--batch"], input=wanted, check=True, capture_output=True)
+    batch = batch.stdout  # one process for every file
     files, at = [], 0
     for name in names:
         header_end = batch.index(b"\n", at)

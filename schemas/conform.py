@@ -14,8 +14,8 @@ own body (refs inlined) beside the data, every optional property whose value is 
 Then the data is validated against the user's ORIGINAL body, not only the checked one. A failure there
 means the checked body let through what the user's schema refuses (a key-presence rule such as
 `dependencies`, or an `allOf` sibling's `required`, is met by a `null` key and broken once it is
-dropped): `problems` says so, and the caller must never store such a row as valid. A non-object root is checked inside its
-`{"value": ...}` wrapper.
+dropped): `problems` says so, and the caller must never store such a row as valid. A non-object root
+is checked inside its `{"value": ...}` wrapper.
 """
 
 from __future__ import annotations
