@@ -43,7 +43,7 @@ def read_files(mirror: Path, every: int) -> list[tuple[str, dict[str, Any]]]:
     """Every `every`-th MaskBench data file with tests, read from the git directory `mirror`."""
     git = ["git", "--git-dir", str(mirror)]
     names = subprocess.run([*git, "ls-tree", "--name-only", "HEAD", "maskbench/data/"],
-                           check=True, capture_output=True, text=True).stdout.split()  # fmt: skip
+                           check=True, capture_output=True, text=True).stdout.splitlines()  # fmt: skip
     names = sorted(names)[::every]
     wanted = "".join(f"HEAD:{n}\n" for n in names).encode()
     batch = subprocess.run([*git, "cat-file", "--batch"], input=wanted, check=True, capture_output=True)
@@ -51,7 +51,11 @@ def read_files(mirror: Path, every: int) -> list[tuple[str, dict[str, Any]]]:
     files, at = [], 0
     for name in names:
         header_end = batch.index(b"\n", at)
-        size = int(batch[at:header_end].split()[2])
+        header = batch[at:header_end].split()
+        if header[-1] == b"missing":
+            at = header_end + 1
+            continue
+        size = int(header[-1])
         files.append((name, json.loads(batch[header_end + 1 : header_end + 1 + size])))
         at = header_end + 2 + size
     return [(name, doc) for name, doc in files if doc.get("tests")]
@@ -84,7 +88,7 @@ def gate(schema: Schema, document: Any) -> tuple[str, Any]:
     data the gate would store."""
     wrapped = {ROOT_FIELD: document} if root_wrapped(schema.inlined_body) else document
     output = grammar_view(schema, schema.checked_body, wrapped)
-    if not schema.validator.is_valid(output):
+    if not schema.validator.is_valid(conform(schema, output).data):  # as tasks/validate.py checks it
         return "checked", None
     if semantic_errors(schema.checked_body, output, json.dumps(document, ensure_ascii=False)):
         return "semantic", None

@@ -57,10 +57,13 @@ def only_guesses(errors: list[str]) -> bool:
 
 
 def _field_errors(schema: Schema, data: Any, source: str) -> list[tuple[Path, str]]:
-    """jsonschema on the checked body, then the semantic checks, each error with its path."""
+    """jsonschema on the checked body, then the semantic checks, each error with its path. Absent values
+    are left out first (schemas/conform.py), so `oneOf` of `required`, `not`, `dependencies` or
+    `maxProperties` never count a grammar's `null` as a key the text gave."""
+    shown = conform(schema, data).data if isinstance(data, dict) else data
     errors = [
         (tuple(error.absolute_path), f"{path_text(tuple(error.absolute_path))}: {error.message}")
-        for error in schema.validator.iter_errors(data)
+        for error in schema.validator.iter_errors(shown)
     ]
     return errors + semantic_errors(schema.checked_body, data, source)
 

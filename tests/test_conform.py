@@ -19,7 +19,7 @@ from formwork.schemas.pydantic_source import class_body
 from formwork.schemas.registry import schema_from_body
 from formwork.tasks.calls import Outcome
 from formwork.tasks.engines.base import Completion
-from formwork.tasks.validate import Verdict, judge
+from formwork.tasks.validate import Verdict, as_written, judge
 
 
 class Order(BaseModel):
@@ -92,15 +92,26 @@ def test_a_non_object_root_is_conformed_inside_its_wrapper() -> None:
     assert [r["path"] for r in verdict.evidence if r["kind"] == "default"] == ["value[0].weight"]
 
 
-def test_a_row_the_schema_as_written_refuses_is_failed_never_ok() -> None:
-    """The safety net: `x` is optional where it is declared, so the checked body lets it be null, but
-    an allOf sibling requires it. Dropping it cannot help; the row must fail, saying why."""
+def test_a_key_presence_rule_reads_a_grammar_null_as_absent() -> None:
+    """`x` is optional where it is declared, so the checked body lets it be null, but an allOf sibling
+    requires it: the null is read as absent, so the row fails validation like any missing key."""
     body = {"type": "object", "allOf": [{"properties": {"x": {"type": "string", "maxLength": 9}}},
                                         {"required": ["x"]}]}  # fmt: skip
-    verdict = judged(schema_from_body(body, "<dict>"), {"x": None}, "nothing here")
-    assert verdict.status == "failed"
+    schema = schema_from_body(body, "<dict>")
+    verdict = judged(schema, {"x": None}, "nothing here")
+    assert (verdict.status, verdict.errors) == ("failed", ["(root): 'x' is a required property"])
+    either = {"a": {"type": "string", "maxLength": 5}, "b": {"type": "integer"}}
+    one_of = {"type": "object", "properties": either, "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}
+    verdict = judged(schema_from_body(one_of, "<dict>"), {"a": "pens", "b": None}, "pens")
+    assert (verdict.status, verdict.data) == ("ok", {"a": "pens"})  # failed before: "valid under each of"
+
+
+def test_a_row_the_schema_as_written_refuses_is_never_stored_as_valid() -> None:
+    """The safety net behind the checked body: a verdict whose data the body as written refuses fails."""
+    body = {"type": "object", "allOf": [{"properties": {"x": {"type": "string"}}}, {"required": ["x"]}]}
+    verdict = as_written(schema_from_body(body, "<dict>"), Verdict("ok", {"x": None}))
     why = "'x' is a required property (the schema as written refuses the output once its absent values"
-    assert any(why in e for e in verdict.errors), verdict.errors
+    assert verdict.status == "failed" and any(why in e for e in verdict.errors), verdict.errors
 
 
 @pytest.mark.parametrize(
