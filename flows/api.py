@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -30,7 +30,6 @@ from formwork.tasks.calls import ExtractOptions, Outcome
 from formwork.tasks.engines import check_engines, engines_for
 from formwork.tasks.extract import extract_safely, input_problem
 from formwork.tasks.settings import Settings
-from formwork.tasks.validate import Verdict
 
 M = TypeVar("M", bound=BaseModel)
 SchemaSource = type[BaseModel] | str | Path | dict[str, Any]
@@ -43,7 +42,7 @@ class Extracted(Generic[M]):
     text: str
     status: str  # ok, partial (failing fields nulled, listed in `nulled`) or failed
     data: dict[str, Any] | None
-    model: M | None = None  # `data` validated by the Pydantic class; None when no class was given
+    model: M | None = None  # `data` validated by the Pydantic class, for ok and partial rows only
     errors: list[str] = field(default_factory=list)
     nulled: list[str] = field(default_factory=list)
     evidence: list[dict[str, Any]] = field(default_factory=list)  # where the text backs each value
@@ -73,11 +72,13 @@ def resolve_schema(schema: SchemaSource) -> Schema:
 def _as_row(text: str, outcome: Outcome, model_class: type[M] | None) -> Extracted[M]:
     """The outcome as the caller sees it; a row the Pydantic class rejects fails rather than lies."""
     verdict, instance = outcome.verdict, None
-    if model_class is not None and verdict.data is not None:
+    if model_class is not None and verdict.data is not None and verdict.status != "failed":
         try:
             instance = model_class.model_validate(verdict.data)
         except ValidationError as exc:
-            verdict = Verdict("failed", verdict.data, [*verdict.errors, f"the model class rejects it: {exc}"])
+            verdict = replace(
+                verdict, status="failed", errors=[*verdict.errors, f"the model class rejects it: {exc}"]
+            )
     return Extracted(
         text, verdict.status, verdict.data, instance, list(verdict.errors), list(verdict.nulled),
         list(verdict.evidence), outcome.reasoning_finish, outcome.formatting_finish, outcome.attempts,
@@ -93,10 +94,13 @@ def extract(
 ) -> list[Extracted[M]]:
     """Extract every text with `schema`, in order, as many at a time as the engine serves.
 
-    `reference_date` lets relative dates ("yesterday") count as backed by the text. Raises
-    SchemaProblem for a schema that cannot run and EngineError when the engine fails its start-up
-    check; a bad text (empty, not a string) is a failed row, never an exception.
+    `reference_date` lets relative dates ("yesterday") count as backed by the text. Raises TypeError
+    for one bare string (not a list of texts), SchemaProblem for a schema that cannot run and
+    EngineError when the engine fails its start-up check; a bad text (empty, not a string) is a
+    failed row, never an exception.
     """
+    if isinstance(texts, str | bytes):  # a bare string is a sequence too: it would extract each character
+        raise TypeError(f"texts must be a list of texts, not one {type(texts).__name__}: pass [text]")
     settings = settings or Settings()
     checked = resolve_schema(schema)
     model_class = schema if isinstance(schema, type) else None

@@ -2,9 +2,10 @@
 
 Each record's text is shown with every value's evidence span highlighted in its field's colour, the JSON
 beside it, the status, the errors, both finish reasons, each value's evidence (kind, score, confidence)
-and the reasoning notes folded away. Filters by status and by field work by rewriting one <style>
-element, so the page costs no per-record JavaScript and stays usable with thousands of records. All
-text is escaped; nothing is fetched from the network (cf. langextract's visualization.py).
+and the reasoning notes folded away; a value the model left absent, or that took the schema's default,
+is marked so. Filters by status and by field work by rewriting one <style> element, so the page costs
+no per-record JavaScript and stays usable with thousands of records. All text is escaped; nothing is
+fetched from the network (cf. langextract's visualization.py).
 """
 
 from __future__ import annotations
@@ -96,13 +97,20 @@ def _highlighted(text: str, evidence: list[dict[str, Any]], colour_of: dict[str,
 
 
 def _json_pane(item: ReviewItem, colour_of: dict[str, int]) -> str:
+    kinds = {row["path"]: row.get("kind") for row in item.evidence}  # absent and default: schemas/conform.py
+    absent = [
+        path for path, kind in kinds.items() if kind == "absent" and "." not in path and "[" not in path
+    ]
     lines = []
-    for key, value in (item.data or {}).items():
+    for key, value in [*(item.data or {}).items(), *((path, None) for path in absent)]:
         colour = colour_of.get(key)
         cls = f' class="f{colour}"' if colour is not None else ""
         shown = html.escape(json.dumps(value, ensure_ascii=False, indent=1))
+        if kinds.get(key) == "absent":
+            shown = '<i class="def">absent</i>'
         nulled = ' <span class="bad">(nulled)</span>' if key in item.nulled else ""
-        lines.append(f"<div><b{cls}>{html.escape(key)}</b>: {shown}{nulled}</div>")
+        defaulted = ' <span class="def">(default)</span>' if kinds.get(key) == "default" else ""
+        lines.append(f"<div><b{cls}>{html.escape(key)}</b>: {shown}{nulled}{defaulted}</div>")
     return "".join(lines) or "<i>no JSON</i>"
 
 
@@ -150,7 +158,7 @@ body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#fafafa;color:#222}
 mark{border-radius:2px;padding:0 1px}
 .st{padding:1px 6px;border-radius:4px;color:#fff}.st.ok{background:#2e7d32}.st.partial{background:#ed8b00}
 .st.failed{background:#c62828}.bad{color:#c62828}.ev{margin:6px 0;padding-left:16px}.ev .ok{color:#2e7d32}
-.errors{color:#c62828;margin:4px 0}pre{white-space:pre-wrap;background:#f4f4f4;padding:6px}
+.errors{color:#c62828;margin:4px 0}.def{color:#666}pre{white-space:pre-wrap;background:#f4f4f4;padding:6px}
 """
 
 SCRIPT = """

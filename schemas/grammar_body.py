@@ -213,7 +213,7 @@ class GrammarBuilder:
             self.after(pointer, f"format {fmt!r} (decoded as a bounded string)")
         elif fmt:
             self.report.ignored.append(
-                f"{show(pointer)}: format {fmt!r} is no format the validator knows: an annotation"
+                f"{show(pointer)}: format {fmt!r} is not checked at all: jsonschema has no checker for it"
             )
         if isinstance(pattern, str) and "format" not in grammar:
             if UNICODE_PROPERTY.search(pattern):

@@ -58,6 +58,11 @@ def _is_object(node: Node) -> bool:
     return "object" in types_of(node) or (not types_of(node) and "properties" in node)
 
 
+def root_wrapped(body: Node) -> bool:
+    """True when `body`'s root is not an object, so outputs hold it as `{"value": ...}`."""
+    return not (_is_object(body) and types_of(body) <= {"object"})
+
+
 def make_checked(body: Node, report: Normalised) -> Node:
     """The user's constraints with optional properties nullable, and the root an object."""
 
@@ -78,7 +83,7 @@ def make_checked(body: Node, report: Normalised) -> Node:
         return node
 
     checked = visit(body, "")
-    if _is_object(checked) and types_of(checked) <= {"object"}:
+    if not root_wrapped(checked):
         return checked
     report.changed.append(f'# (root): the root is not an object; wrapped as {{"{ROOT_FIELD}": ...}}')
     inner = {k: v for k, v in checked.items() if k not in ("$schema", "$id", "id", "title")}

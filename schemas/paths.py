@@ -47,6 +47,8 @@ def child_node(node: Node, part: str | int) -> Node | None:
 
 
 def accepts_null(node: Node) -> bool:
+    if types_of(node) and "null" not in types_of(node):  # `{"type": "object", "anyOf": [{"required"...`
+        return False
     branches = node.get("anyOf") or node.get("oneOf")
     if isinstance(branches, list):
         return any(isinstance(b, dict) and accepts_null(b) for b in branches)

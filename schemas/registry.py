@@ -1,9 +1,10 @@
 """Find a schema by built-in name, by file or as a Pydantic model, and describe it.
 
 A schema is a JSON Schema (any draft jsonschema knows; 2020-12 when `$schema` says none) with optional
-Formwork annotations: `title` (its name; the file's name otherwise), `x-version` (an integer bumped on
-every change; without it the version is a hash of the canonical body, so each body is its own version
-and results stay tied to the schema that made them) and `x-critical: true` on fields whose failure
+Formwork annotations: `title` (its name; the file's name otherwise, `schema-` and the body's hash for
+a body with no file), `x-version` (an integer bumped on every change; without it the version is a
+hash of the canonical body, so each body is its own version and results stay tied to the schema that
+made them) and `x-critical: true` on fields whose failure
 fails the whole record (a field that cannot be null is critical too: it cannot be nulled). The body
 as written is kept for the digest; schemas/normalise.py derives what the grammar decodes
 (`grammar_body`) and what jsonschema checks after (`checked_body`). A schema that cannot be loaded
@@ -12,6 +13,7 @@ stops the run before any record is touched, with a message that says what to fix
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from jsonschema.protocols import Validator
 from formwork.schemas.lint import grammar_compile_error
 from formwork.schemas.normalise import Normalised, NormaliseProblem, normalise
 from formwork.schemas.problems import SchemaProblem
+from formwork.schemas.refs import inline_refs
 from formwork.schemas.validator import SchemaError, check_schema, validator_of
 from formwork.schemas.walk import types_of
 
@@ -55,6 +58,11 @@ class Schema:
         """What every output is validated against: the user's constraints, refs inlined, nullable."""
         return self.normalised.checked
 
+    @cached_property
+    def inlined_body(self) -> dict[str, Any]:
+        """The body as written with its local `$ref`s inlined: what schemas/conform.py walks."""
+        return inline_refs(copy.deepcopy(self.body))
+
     @property
     def properties(self) -> dict[str, dict[str, Any]]:
         return self.checked_body.get("properties", {})
@@ -72,12 +80,17 @@ class Schema:
     @cached_property
     def digest(self) -> str:
         """A hash of the canonical body: results record it, so an edit without a version bump shows."""
-        canonical = json.dumps(self.body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        return body_digest(self.body)
 
     @property
     def label(self) -> str:
         return f"{self.name}@{self.digest[:7]}" if self.hashed_version else f"{self.name}@v{self.version}"
+
+
+def body_digest(body: dict[str, Any]) -> str:
+    """The SHA-256 of `body`'s canonical JSON (sorted keys, no spaces)."""
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 def _accepts(node: dict[str, Any]) -> set[str]:
@@ -127,8 +140,10 @@ def schema_from_body(body: Any, source: str, strict: bool = False) -> Schema:
     except SchemaError as exc:
         raise SchemaProblem(f"{source}: not a valid JSON Schema: {exc.message}") from exc
     name, version = body.get("title"), body.get("x-version")
-    if not isinstance(name, str) or not name:
-        raise SchemaProblem(f'{source}: add a "title" (the schema\'s name)')
+    if name is None or name == "":  # a body with no file to name it (a dict in code): its hash does
+        name = f"schema-{body_digest(body)[:12]}"
+    if not isinstance(name, str):
+        raise SchemaProblem(f'{source}: "title" (the schema\'s name) must be a string')
     if version is not None and (not isinstance(version, int) or isinstance(version, bool) or version < 1):
         raise SchemaProblem(f'{source}: "x-version" must be an integer >= 1 (or leave it out)')
     try:

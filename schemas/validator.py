@@ -9,6 +9,10 @@ and otherwise behaves like `re`, so every check that reads a pattern goes throug
 check and outputs alike). The schema's load, the normaliser, the probe and the validation of every
 output all build their validator here, so no two of them read a pattern differently.
 
+Every format jsonschema can check is checked whatever draft the schema declares: draft-04 names no
+`date`, `time`, `uuid` or `iri`, and jsonschema's draft-04 checker passes "not-a-date" as a `date`,
+though the user plainly meant one. A format with no checker at all is reported by the normaliser.
+
 One gap is refused rather than papered over: jsonschema's `unevaluatedProperties` reads the
 `patternProperties` keys with `re` deep inside its own code (`re_only_gaps`).
 """
@@ -75,7 +79,9 @@ def _additional_properties(shipped: Keyword) -> Keyword:
 @cache
 def _extended(base: type[Validator]) -> type[Validator]:
     checker = FormatChecker()
-    checker.checkers = {**base.FORMAT_CHECKER.checkers, "regex": (_is_regex, regex.error)}
+    newest = validators.Draft202012Validator.FORMAT_CHECKER.checkers  # not FormatChecker's: draft 3 `time`
+    shipped = {**newest, **base.FORMAT_CHECKER.checkers}  # the declared draft's own reading wins
+    checker.checkers = {**shipped, "regex": (_is_regex, regex.error)}
     keywords: dict[str, Keyword] = {"pattern": _pattern, "patternProperties": _pattern_properties}
     if "additionalProperties" in base.VALIDATORS:
         keywords["additionalProperties"] = _additional_properties(base.VALIDATORS["additionalProperties"])

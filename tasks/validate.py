@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any, Literal
 
+from formwork.schemas.conform import conform
 from formwork.schemas.paths import Path, null_target, path_text, semantic_errors, set_null
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines.base import Completion
@@ -56,10 +57,13 @@ def only_guesses(errors: list[str]) -> bool:
 
 
 def _field_errors(schema: Schema, data: Any, source: str) -> list[tuple[Path, str]]:
-    """jsonschema on the checked body, then the semantic checks, each error with its path."""
+    """jsonschema on the checked body, then the semantic checks, each error with its path. Absent values
+    are left out first (schemas/conform.py), so `oneOf` of `required`, `not`, `dependencies` or
+    `maxProperties` never count a grammar's `null` as a key the text gave."""
+    shown = conform(schema, data).data if isinstance(data, dict) else data
     errors = [
         (tuple(error.absolute_path), f"{path_text(tuple(error.absolute_path))}: {error.message}")
-        for error in schema.validator.iter_errors(data)
+        for error in schema.validator.iter_errors(shown)
     ]
     return errors + semantic_errors(schema.checked_body, data, source)
 
@@ -212,5 +216,15 @@ def judge(
         data = data if isinstance(data, dict) else None
         return Verdict("failed", data, stops + feedback, feedback=feedback, evidence=rows)
     if field_errors:
-        return Verdict("partial", fixed, feedback, nulled, feedback, rows)
-    return Verdict("ok", data, evidence=rows)
+        return as_written(schema, Verdict("partial", fixed, feedback, nulled, feedback, rows))
+    return as_written(schema, Verdict("ok", data, evidence=rows))
+
+
+def as_written(schema: Schema, verdict: Verdict) -> Verdict:
+    """The row as the user's own schema reads it (schemas/conform.py): grammar nulls dropped or
+    defaulted, and listed in the evidence. A row that schema refuses is a bug and never stored as valid."""
+    done = conform(schema, verdict.data)
+    verdict = replace(verdict, data=done.data, evidence=[*verdict.evidence, *done.evidence()])
+    return (
+        replace(verdict, status="failed", errors=verdict.errors + done.problems) if done.problems else verdict
+    )

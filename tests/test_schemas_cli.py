@@ -34,8 +34,24 @@ def test_jsonl_gives_one_line_per_file_and_strict_refuses(tmp_path) -> None:
         (True, False),
     ]
     assert "#/properties/a: $ref" in lines[1]["refused_because"][-1]
-    assert set(lines[0]) == {"file", "accepted", "changed", "checked_after", "refused_because"}
+    assert set(lines[0]) == {"file", "accepted", "changed", "checked_after", "not_checked", "refused_because"}
     strict = runner.invoke(app, ["schemas", str(loose), "expense", "--strict", "--format", "jsonl"])
     verdicts = [json.loads(line) for line in strict.stdout.splitlines()]
     assert [v["accepted"] for v in verdicts] == [False, True] and strict.exit_code == 1
     assert any("--strict" in reason for reason in verdicts[0]["refused_because"])
+
+
+def test_every_format_is_said_checked_after_or_not_checked_at_all(tmp_path) -> None:
+    """Draft-04 names no `date` or `iri`: both are checked all the same; `int32` has no checker."""
+    body = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {
+        f: {"type": "string", "format": f} for f in ("date", "iri", "int32")}}  # fmt: skip
+    (tmp_path / "formats.json").write_text(json.dumps(body))
+    result = runner.invoke(app, ["schemas", str(tmp_path / "formats.json"), "--format", "jsonl"])
+    [line] = [json.loads(x) for x in result.stdout.splitlines()]
+    after = " ".join(line["checked_after"])
+    assert "#/properties/date: format 'date'" in after and "#/properties/iri: format 'iri'" in after
+    assert line["not_checked"] == [
+        "#/properties/int32: format 'int32' is not checked at all: jsonschema has no checker for it"
+    ]
+    text = runner.invoke(app, ["schemas", str(tmp_path / "formats.json")])
+    assert "not checked: #/properties/int32" in text.output

@@ -2,7 +2,8 @@
 
 For each file it prints whether the schema is accepted as is, accepted after normalising (each change
 with its JSON pointer and why), or refused (the keyword, its pointer and the fix), plus the keywords
-that are checked after decoding rather than enforced by the grammar. `--format jsonl` writes one line
+that are checked after decoding rather than enforced by the grammar, and each `format` that nothing
+checks at all. `--format jsonl` writes one line
 per file for scripts; `--strict` refuses any schema that would need a change.
 """
 
@@ -38,6 +39,7 @@ def check_one(spec: str, strict: bool) -> dict[str, Any]:
             "accepted": False,
             "changed": [],
             "checked_after": [],
+            "not_checked": [],
             "refused_because": reasons,
         }
     report = schema.normalised
@@ -47,7 +49,7 @@ def check_one(spec: str, strict: bool) -> dict[str, Any]:
         "label": schema.label,
         "changed": report.changed,
         "checked_after": report.checked_after,
-        "ignored": report.ignored,
+        "not_checked": report.ignored,  # a format no checker reads: said, never silent
         "refused_because": [],
     }
 
@@ -60,7 +62,11 @@ def _print_verdict(verdict: dict[str, Any]) -> None:
         return
     how = "accepted after normalising" if verdict["changed"] else "accepted as is"
     err.print(f"[green]✓[/] {escape(verdict['file'])}: {how} ({verdict['label']})")
-    for title, key in (("changed", "changed"), ("checked after", "checked_after"), ("ignored", "ignored")):
+    for title, key in (
+        ("changed", "changed"),
+        ("checked after", "checked_after"),
+        ("not checked", "not_checked"),
+    ):
         for line in verdict[key]:
             err.print(f"    {title}: {escape(line)}")
 
@@ -81,7 +87,15 @@ def schemas(
         for verdict in verdicts:
             if format is SchemaFormat.jsonl:
                 line = {
-                    k: verdict[k] for k in ("file", "accepted", "changed", "checked_after", "refused_because")
+                    k: verdict[k]
+                    for k in (
+                        "file",
+                        "accepted",
+                        "changed",
+                        "checked_after",
+                        "not_checked",
+                        "refused_because",
+                    )
                 }
                 sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
             else:

@@ -1,0 +1,145 @@
+"""Bring a checked output back to the schema as the user wrote it, and prove it validates there.
+
+The normaliser makes every optional property required and nullable (schemas/normalise.py), because a
+grammar cannot leave a key out: `null` is how it says "absent". That `null` is the grammar's, not the
+user's: their validator, their Pydantic class and their loader reject it wherever their schema does
+not allow null (`quantity: int = 1` fails "Input should be a valid integer"). So, walking the user's
+own body (refs inlined) beside the data, every optional property whose value is `null`:
+
+- takes the schema's `default` when it has one (Pydantic writes a field's default there), listed as
+  defaulted;
+- is dropped when the user's schema does not accept null there, listed as absent;
+- stays `null` when the user's schema accepts null (then null is a value the user allows).
+
+Then the data is validated against the user's ORIGINAL body, not only the checked one. A failure there
+means the checked body let through what the user's schema refuses (a key-presence rule such as
+`dependencies`, or an `allOf` sibling's `required`, is met by a `null` key and broken once it is
+dropped): `problems` says so, and the caller must never store such a row as valid. A non-object root
+is checked inside its `{"value": ...}` wrapper.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from formwork.schemas.normalise import ROOT_FIELD, root_wrapped
+from formwork.schemas.paths import path_text
+from formwork.schemas.validator import validator_class
+from formwork.schemas.walk import Node
+
+if TYPE_CHECKING:
+    from formwork.schemas.registry import Schema
+
+Path = tuple[str | int, ...]
+
+
+@dataclass
+class Conformed:
+    """The data as the user's schema reads it, what was absent or defaulted, and any bug found."""
+
+    data: Any
+    absent: list[str] = field(default_factory=list)
+    defaulted: dict[str, Any] = field(default_factory=dict)  # path -> the default now in `data`
+    problems: list[str] = field(default_factory=list)
+
+    def evidence(self) -> list[dict[str, Any]]:
+        """Evidence rows (shaped as `Evidence.as_row()`) for each absent and each defaulted value."""
+        found = [("absent", path, None) for path in self.absent]
+        found += [("default", path, value) for path, value in self.defaulted.items()]
+        return [
+            {"path": path, "value": value, "rule": "none", "kind": kind, "spans": [], "quote": "",
+             "score": 0.0, "grounded": True}
+            for kind, path, value in found
+        ]  # fmt: skip
+
+
+class _Walk:
+    """One pass over the user's body and the data together; `absent`/`defaulted` collect the paths."""
+
+    def __init__(self, body: Node) -> None:
+        self.cls = validator_class(body)
+        self.absent: list[Path] = []
+        self.defaulted: list[tuple[Path, Any]] = []
+
+    def valid(self, node: Any, value: Any) -> bool:
+        if not isinstance(node, dict):
+            return node is not False
+        return self.cls(node, format_checker=self.cls.FORMAT_CHECKER).is_valid(value)
+
+    def fit(self, node: Any, value: Any, path: Path) -> Any:
+        if not isinstance(node, dict):
+            return value
+        for part in node.get("allOf") or []:
+            value = self.fit(part, value, path)
+        branches = node.get("anyOf") or node.get("oneOf")
+        if isinstance(branches, list):
+            value = self._branch(branches, value, path)
+        if isinstance(value, dict) and isinstance(node.get("properties"), dict):
+            value = self._object(node, value, path)
+        elif isinstance(value, list):
+            value = self._array(node, value, path)
+        return value
+
+    def _branch(self, branches: list[Any], value: Any, path: Path) -> Any:
+        """The value fitted to the first branch it then satisfies (the branch the grammar took)."""
+        for branch in branches:
+            marks = len(self.absent), len(self.defaulted)
+            fitted = self.fit(branch, copy.deepcopy(value), path)
+            if self.valid(branch, fitted):
+                return fitted
+            del self.absent[marks[0] :], self.defaulted[marks[1] :]
+        return value
+
+    def _object(self, node: Node, value: dict[str, Any], path: Path) -> dict[str, Any]:
+        required = set(node.get("required") or [])
+        out = dict(value)
+        for key, child in node["properties"].items():
+            if key not in out:
+                continue
+            if out[key] is None and key not in required and isinstance(child, dict):
+                default = child.get("default", None)
+                if default is not None and self.valid(child, default):
+                    out[key] = copy.deepcopy(default)
+                    self.defaulted.append(((*path, key), out[key]))
+                elif not self.valid(child, None):
+                    del out[key]
+                    self.absent.append((*path, key))
+                continue
+            out[key] = self.fit(child, out[key], (*path, key))
+        return out
+
+    def _array(self, node: Node, value: list[Any], path: Path) -> list[Any]:
+        prefix = node.get("prefixItems") if isinstance(node.get("prefixItems"), list) else None
+        items = node.get("items")
+        if prefix is None and isinstance(items, list):  # draft 4-7 tuple form
+            prefix, items = items, node.get("additionalItems")
+        prefix = prefix or []
+        return [
+            self.fit(prefix[i] if i < len(prefix) else items, item, (*path, i))
+            for i, item in enumerate(value)
+        ]
+
+
+def conform(schema: Schema, data: Any) -> Conformed:
+    """`data` (valid against `schema.checked_body`) as `schema.body` reads it, validated there."""
+    body = schema.inlined_body
+    wrapped = root_wrapped(body) and isinstance(data, dict)
+    inner = data.get(ROOT_FIELD) if wrapped else data
+    walk = _Walk(schema.body)
+    fitted = walk.fit(body, copy.deepcopy(inner), ())
+    validator = walk.cls(schema.body, format_checker=walk.cls.FORMAT_CHECKER)
+    problems = [
+        f"{path_text(tuple(e.absolute_path))}: {e.message} (the schema as written refuses the output once "
+        "its absent values are left out, though the checked body accepted it)"
+        for e in validator.iter_errors(fitted)
+    ]
+    prefix: Path = (ROOT_FIELD,) if wrapped else ()
+    out = {**data, ROOT_FIELD: fitted} if wrapped else fitted
+    return Conformed(
+        out,
+        [path_text((*prefix, *p)) for p in walk.absent],
+        {path_text((*prefix, *p)): value for p, value in walk.defaulted},
+        problems,
+    )
