@@ -29,7 +29,8 @@ class ExtractOptions:
     reasoning_repetition_penalty: float = 1.3
     format_max_tokens: int | None = None  # None: sized from the schema
     max_attempts: int = 3
-    min_confidence: float = 0.0  # enum/boolean values chosen with less probability fail (0: off)
+    min_confidence: float = 0.0  # values chosen with less probability fail (0: off)
+    choice_confidence: float | None = None  # enum/boolean values' own bound; None: min_confidence
     mode: str = "two-pass"  # or one-pass, one-pass-reasoning, prompt-json (tasks/modes.py)
     preset: str = "greedy"  # sampling of the call that writes the JSON (tasks/presets.py)
     allow_chat_in_constrained: bool = False  # let a chat preset through the guard (warned)

@@ -118,7 +118,13 @@ def extract_single_pass(
             answer, step = _as_answer(done, mode)
             outcome.calls[-1].parse_step = step
             verdict = judge(
-                schema, text, no_reasoning, answer, meta=meta, min_confidence=options.min_confidence
+                schema,
+                text,
+                no_reasoning,
+                answer,
+                meta=meta,
+                min_confidence=options.min_confidence,
+                choice_confidence=options.choice_confidence,
             )
             if RANK[verdict.status] >= RANK[outcome.verdict.status]:
                 outcome.verdict, outcome.formatting_finish = verdict, done.finish_reason
