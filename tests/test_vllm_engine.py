@@ -406,7 +406,7 @@ def test_no_token_logprobs_are_kept_unless_the_reply_shows_the_masked_distributi
 
 
 def test_top_tokens_that_spell_the_same_text_add_their_mass() -> None:
-    """"Black" at 0.6 and "B" at 0.3 both begin "Blackwood": the step costs 0.1, not 0.4; "Gr" adds nothing."""
+    """ "Black" (0.6) and "B" (0.3) both begin "Blackwood": the step costs 0.1, not 0.4; "Gr" adds none."""
     reply = {"content": [
         _entry(b'{"a":"', 0.0, MASKED_OUT),
         {"token": "Black", "bytes": list(b"Black"), "logprob": math.log(0.6), "top_logprobs": [
