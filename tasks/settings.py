@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     min_confidence: float = Field(
         0.0, ge=0.0, le=1.0, description="values chosen with less probability fail (0: off)"
     )
+    calibration: bool = Field(
+        True,
+        description="apply the calibration matching schema, model and engine (formwork eval --calibrate); "
+        "none: a conservative default (values p >= 0.9, no enum passes). false: min_confidence only",
+    )
     mode: Literal["two-pass", "one-pass", "one-pass-reasoning", "prompt-json"] = Field(
         "two-pass", description="two-pass: reason, then format under the grammar; others: see tasks/modes.py"
     )
