@@ -142,7 +142,13 @@ class Source:
         return spans
 
     def quote(self, value: str) -> tuple[Kind, tuple[tuple[int, int], ...], float]:
-        """Find a string: exact, normalised, phone digits, then fuzzy; ("none", (), best score) if absent."""
+        """Find a string: exact, normalised, phone digits, then fuzzy; ("none", (), best score) if absent.
+
+        A blank string is no value. An identifier (a value with a digit, an `@`, or no space: an
+        e-mail, a reference number, one word) matches exactly or normalised, never fuzzily: one
+        letter or digit off is another address or another invoice."""
+        if not value.strip():
+            return "none", (), 0.0
         exact = self._occurrences(self.text, value)
         if exact:
             return "exact", tuple(exact), 100.0
@@ -156,6 +162,8 @@ class Source:
         normalised = self._occurrences(self.folded, folded)
         if normalised:
             return "normalised", tuple(self._unfold(s, e) for s, e in normalised), 100.0
+        if any(c.isdigit() for c in value) or "@" in value or not any(c.isspace() for c in value.strip()):
+            return "none", (), 0.0
         return self._fuzzy(folded)
 
     def _phone(self, digits: str) -> tuple[tuple[int, int], ...]:
@@ -212,6 +220,8 @@ def _value_match(source: Source, node: dict[str, Any], value: Any) -> tuple[bool
 
 
 def _check(source: Source, node: dict[str, Any], value: Any, path: str, rule: Rule) -> Evidence:
+    if isinstance(value, str) and not value.strip() and rule != "none":
+        return Evidence(path, value, rule, "none")  # a blank string is no value: never backed
     if rule == "none":
         return Evidence(path, value, rule, "none", grounded=True, score=100.0)
     if rule == "value":

@@ -26,6 +26,11 @@ NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,'\u00a0\u202f]\d+)*")
 YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})\s*日?(?!\d)")
 AB_Y = re.compile(r"(?<!\d)(\d{1,2})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{4}|\d{2})(?!\d)")
 ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
+# Identifier shapes whose digit groups are no amount: an IBAN, a phone number (a leading + or 0, or an
+# area code in brackets, and seven digits or more), a code of parts joined by - / _ # ("2024-0042").
+IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,}(?: ?[A-Z0-9]{1,4})?\b")
+PHONE = re.compile(r"(?<![\w.,])(?:\+|\(?0|\(\d{2,5}\) ?)\d[\d ()./-]{5,}\d(?![\w])")
+CODE = re.compile(r"(?<![\w.,])[A-Za-z0-9]+(?:[-/_#][A-Za-z0-9]+)+(?![\w])")
 TIME = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?![\d:])")  # 12:30, 08:15:00
 # dateparser is asked only about stretches that hold a word it could read as a date: a month, a weekday
 # or a relative day in one of these languages; dateparser reads the few words around it.
@@ -73,12 +78,43 @@ class ValueMatch:
     spans: tuple[tuple[int, int], ...]
 
 
+def identifiers(text: str) -> list[tuple[int, int]]:
+    """Spans of IBANs, phone numbers and joined codes: "call 0170 5551234" backs no 170, "Invoice
+    2024-0042" no 42. A code counts when two of its parts hold digits, or one holds three or more
+    beside a part of letters ("INV-0042"); "3-day" or "Zurich-Geneva" stay text."""
+    spans = [m.span() for m in IBAN.finditer(text)]
+    spans += [m.span() for m in PHONE.finditer(text) if sum(c.isdigit() for c in m.group()) >= 7]
+    for m in CODE.finditer(text):
+        parts = re.split(r"[-/_#]", m.group())
+        numeric = [p for p in parts if any(c.isdigit() for c in p)]
+        if len(numeric) >= 2 or (any(p.isalpha() for p in parts) and max(map(len, numeric), default=0) >= 3):
+            spans.append(m.span())
+    return spans
+
+
+def _grouped(digits: list[str]) -> bool:
+    """True when digit groups read as thousands: 1 to 3 digits first, exactly three in every group after."""
+    return 1 <= len(digits[0]) <= 3 and all(len(group) == 3 for group in digits[1:])
+
+
 def _readings(token: str) -> set[Decimal]:
-    """Every number a written digit run can mean, e.g. "1,234" -> {1234, 1.234}."""
+    """Every number a written digit run can mean: "1,234" -> {1234, 1.234}, "12.5" -> {12.5} only.
+
+    A separator groups thousands only where every group after it has exactly three digits and all
+    grouping separators are the same character; the last `.` or `,`, written once, may be the decimal
+    point. A run that starts with a zero ("0170", "007") is a code, not an amount: no reading."""
     parts = re.split(r"([.,'\u00a0\u202f])", token)
     digits, separators = parts[::2], parts[1::2]
-    readings = {Decimal("".join(digits))}
-    if separators and separators[-1] in ".," and separators[-1] not in separators[:-1]:
+    if len(digits[0]) > 1 and digits[0][0] == "0":
+        return set()
+    readings = set()
+    if not separators:
+        readings.add(Decimal(token))
+    elif len(set(separators)) == 1 and _grouped(digits):
+        readings.add(Decimal("".join(digits)))
+    last = separators[-1] if separators else ""
+    decimal = last in (".", ",") and last not in separators[:-1] and len(set(separators[:-1])) <= 1
+    if decimal and (len(digits) == 2 or _grouped(digits[:-1])):
         readings.add(Decimal("".join(digits[:-1]) + "." + digits[-1]))
     return readings
 
@@ -120,6 +156,7 @@ class ValueFinder:
         """Every digit run with its readings, except the parts of a date or a time of day: the 12 of
         "2020-03-12" or "12:30" is not an amount, and a receipt is full of them."""
         taken = [span for _, span in self._numeric_dates] + [m.span() for m in TIME.finditer(self.text)]
+        taken += identifiers(self.text)
         return [
             (_readings(m.group()), m.span())
             for m in NUMBER.finditer(self.text)
