@@ -3,6 +3,7 @@ digit group of an identifier read as an amount, no fuzzy identifier, no blank va
 
 from __future__ import annotations
 
+from datetime import date
 from decimal import Decimal
 
 import pytest
@@ -103,3 +104,38 @@ def test_a_written_amount_backs_its_value_and_not_its_shifted_neighbours(cents, 
     assert finder.number(str(value)) is not None
     for wrong in {value * 10, value * 100, value * 1000, value + 1} - {value}:
         assert finder.number(str(wrong)) is None
+
+
+# --- the enumeration and the checkers are one reader ------------------------------------------------
+
+FRAGMENTS = st.sampled_from(
+    ["Total 1,234.50 EUR", "paid 12.5", "on 2024-03-14", "3/4/2024", "March 3rd 2020", "yesterday",
+     "call 0170 5551234", "Invoice 2024-0042", "1.234", "at 12:30", "42", "x", "٣"]
+)  # fmt: skip
+
+
+@given(parts=st.lists(FRAGMENTS, max_size=5), probe=st.decimals(min_value=0, max_value=10**7, places=2))
+def test_number_accepts_exactly_the_enumerated_values(parts, probe) -> None:
+    finder = ValueFinder(" ; ".join(parts), date(2024, 6, 10), "meta reference_date")
+    listed = {r.value for r in finder.number_readings()}
+    assert all(finder.number(str(v)) is not None for v in listed)
+    assert (finder.number(str(probe)) is not None) == (probe in listed)
+
+
+@given(parts=st.lists(FRAGMENTS, max_size=4), probe=st.dates(min_value=date(1990, 1, 1)))
+def test_date_accepts_exactly_the_enumerated_dates(parts, probe) -> None:
+    finder = ValueFinder(" ; ".join(parts), date(2024, 6, 10), "meta reference_date")
+    listed = {r.value for r in finder.date_readings()}
+    assert all(finder.date(d.isoformat()) is not None for d in listed)
+    assert (finder.date(probe.isoformat()) is not None) == (probe in listed)
+
+
+def test_readings_carry_value_span_kind_and_the_anchor_of_a_derived_date() -> None:
+    text = "Sent 2024-06-10: taxi yesterday, 1.234,50 EUR and 42 EUR"
+    finder = ValueFinder(text, date(2024, 6, 10), "meta reference_date")
+    numbers = {(r.value, text[r.span[0] : r.span[1]], r.kind) for r in finder.number_readings()}
+    assert numbers == {(Decimal("1234.50"), "1.234,50", "normalised"), (Decimal(42), "42", "exact")}
+    dates = {(r.value, text[r.span[0] : r.span[1]], r.kind, r.anchor) for r in finder.date_readings()}
+    assert (date(2024, 6, 10), "2024-06-10", "exact", None) in dates
+    assert (date(2024, 6, 9), "yesterday", "derived", "meta reference_date") in dates
+    assert date(2024, 6, 11) not in {d for d, *_ in dates}

@@ -10,7 +10,7 @@ reasoning notes, never in the schema) under a rule taken from the field's `x-gro
   phone number, or else a RapidFuzz alignment above `FUZZY_THRESHOLD` (fast on long texts, unlike
   difflib aligners);
 - `value` (default for numbers and `format: date` strings): the number or date in any written form
-  (see `tasks.grounding_values`);
+  (see `tasks.grounding.values`);
 - `none` (default for enums, booleans and fields derived by design): no span needed.
 
 Arrays and objects are walked; evidence is keyed by path (`items[2].name`).
@@ -50,6 +50,7 @@ class Evidence:
     score: float = 0.0
     grounded: bool = False
     confidence: float | None = None  # enums and booleans: the formatting pass's probability
+    anchor: str | None = None  # a derived date: which reference date grounded it
 
     def as_row(self) -> dict[str, Any]:
         """The JSON stored in `results.evidence`, one dict per value."""
@@ -60,6 +61,8 @@ class Evidence:
         }  # fmt: skip
         if self.confidence is not None:
             row["confidence"] = round(self.confidence, 4)
+        if self.anchor is not None:
+            row["anchor"] = self.anchor
         return row
 
 
@@ -228,7 +231,8 @@ def _check(source: Source, node: dict[str, Any], value: Any, path: str, rule: Ru
         is_value, match = _value_match(source, node, value)
         if match is not None:
             quote = source.text[match.spans[0][0] : match.spans[0][1]]
-            return Evidence(path, value, rule, match.kind, match.spans[:MAX_SPANS], quote, 100.0, True)
+            spans = match.spans[:MAX_SPANS]
+            return Evidence(path, value, rule, match.kind, spans, quote, 100.0, True, anchor=match.anchor)
         if is_value:
             return Evidence(path, value, rule, "none")
     kind, spans, score = source.quote(str(value))
