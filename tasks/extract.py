@@ -44,14 +44,16 @@ def extract_record(
     formatter: Engine,
     options: ExtractOptions,
     meta: dict[str, Any] | None = None,
+    outcome: Outcome | None = None,
 ) -> Outcome:
     """Run both passes on one record, retrying as the failure asks, and return the best verdict.
 
     `meta` is the record's meta; its `reference_date` lets relative dates count as grounded.
+    `outcome`, when given, is filled in place, so its calls survive an exception (`extract_safely`).
     """
+    outcome = outcome or Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     if options.mode != "two-pass":
-        return extract_single_pass(record_id, text, schema, reasoner, options, meta=meta)
-    outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
+        return extract_single_pass(record_id, text, schema, reasoner, options, meta=meta, outcome=outcome)
     call = Caller(outcome)
     reasoning_budget = options.reasoning_max_tokens
     format_budget_now = options.format_max_tokens or format_budget(schema.grammar_body)
@@ -121,9 +123,13 @@ def extract_safely(
     options: ExtractOptions,
     meta: dict[str, Any] | None = None,
 ) -> Outcome:
-    """`extract_record`, with an unmapped fault failing this record instead of the whole batch."""
+    """`extract_record`, with an unmapped fault failing this record instead of the whole batch; the
+    model calls made before the fault are kept (they were paid for, and they show what happened)."""
+    outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     try:
-        return extract_record(record_id, text, schema, *engines, options, meta)
+        return extract_record(record_id, text, schema, *engines, options, meta, outcome=outcome)
     except Exception as exc:
         logger.exception("record %s: unexpected error", record_id)
-        return Outcome(record_id, Verdict("failed", None, [f"internal error: {exc!r}"]), attempts=0)
+        outcome.verdict = Verdict("failed", None, [f"internal error: {exc!r}"])
+        outcome.retryable = False
+        return outcome
