@@ -71,6 +71,9 @@ class Settings(BaseSettings):
         description="apply the calibration matching schema, model and engine (formwork eval --calibrate); "
         "none: a conservative default (values p >= 0.9, no enum passes). false: min_confidence only",
     )
+    grounded_decoding: bool = Field(
+        False, description="the formatting grammar allows each quote/value field only what its text backs"
+    )
     mode: Literal["two-pass", "one-pass", "one-pass-reasoning", "prompt-json"] = Field(
         "two-pass", description="two-pass: reason, then format under the grammar; others: see tasks/modes.py"
     )

@@ -74,7 +74,7 @@ def _candidates(node: dict[str, Any], rule: Rule, finder: ValueFinder) -> list[A
     else:
         return None
     values = list(dict.fromkeys(values))[: MAX_QUOTES if rule == "quote" else MAX_VALUES]
-    return values + [None] if "null" in (node.get("type") or []) else values
+    return [*values, None] if "null" in (node.get("type") or []) else values
 
 
 def grounded_body(body: dict[str, Any], text: str, reference: date | None = None) -> dict[str, Any]:
