@@ -86,7 +86,7 @@ def new_context(
     if crashed:
         get_run_logger().warning("%d earlier runs stopped without finishing: marked crashed", crashed)
     if applied is not None:
-        get_run_logger().info("run %s confidence bounds: %s", run_id, applied["guarantee"])
+        logger.info("run %s confidence bounds: %s", run_id, applied["guarantee"])
     warning = run_warning(settings.preset, settings.allow_chat_in_constrained)
     if warning:
         get_run_logger().warning("run %s: %s", run_id, warning)
