@@ -72,6 +72,8 @@ class Run(Base):
     reasoning_model: Mapped[str] = mapped_column(String(200))
     formatting_model: Mapped[str] = mapped_column(String(200))
     state: Mapped[str] = mapped_column(String(20), default="running")  # running, finished, crashed
+    # the confidence bounds it applied: a calibration's id and guarantee, or the uncalibrated default
+    confidence: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     heartbeat_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
@@ -211,3 +213,30 @@ class Watermark(Base):
     value: Mapped[dict[str, Any]] = mapped_column(JSON)
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)
+
+
+class Calibration(Base):
+    """Confidence thresholds chosen on gold data for one schema body, model and engine kind, with the
+    lower bound on precision of ok they reached (tasks.evaluation.calibration). A run whose schema
+    version and body hash, formatting model and engine match applies the newest one."""
+
+    __tablename__ = "calibrations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    schema_name: Mapped[str] = mapped_column(String(100))
+    schema_version: Mapped[int] = mapped_column(Integer)
+    schema_hash: Mapped[str] = mapped_column(String(64), index=True)
+    model: Mapped[str] = mapped_column(String(200))
+    engine: Mapped[str] = mapped_column(String(40))
+    mode: Mapped[str] = mapped_column(String(30))
+    method: Mapped[str] = mapped_column(String(40))  # least-confidence: one score per row
+    threshold: Mapped[float | None] = mapped_column(Float)  # None: no threshold reached the target
+    target: Mapped[float] = mapped_column(Float)
+    level: Mapped[float] = mapped_column(Float)
+    bound: Mapped[float] = mapped_column(Float)  # the Clopper-Pearson lower bound reached
+    kept: Mapped[int] = mapped_column(Integer)
+    correct: Mapped[int] = mapped_column(Integer)
+    gold_hash: Mapped[str] = mapped_column(String(64))
+    gold_size: Mapped[int] = mapped_column(Integer)
+    run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

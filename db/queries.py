@@ -30,6 +30,7 @@ class RunSummary:
     seconds: float = 0.0
     ungrounded: int = 0  # values the text did not back (each one a field failure)
     nulled: int = 0  # fields set to null in `partial` results
+    confidence: str = ""  # which calibration applied and what it guarantees (db.calibrations)
 
     @property
     def records(self) -> int:
@@ -46,6 +47,7 @@ class RunSummary:
             ("model calls", str(self.calls)),
             ("tokens in / out", f"{self.prompt_tokens} / {self.completion_tokens}"),
             ("seconds", f"{self.seconds:.1f}"),
+            *([("confidence bounds", self.confidence)] if self.confidence else []),
         ]
 
 
@@ -58,6 +60,10 @@ def run_summary(session: Session, run_id: int) -> RunSummary:
     if run is None:
         raise LookupError(f"no run {run_id} in this database")
     summary = RunSummary(run_id, f"{run.schema_name}@v{run.schema_version}", run.state)
+    if run.confidence:
+        applied = run.confidence
+        which = f"calibration {applied['calibration']}" if applied.get("calibration") else "uncalibrated"
+        summary.confidence = f"{which}, p >= {applied['threshold']:g}: {applied['guarantee']}"
     of_run = RunResult.run_id == run_id
     summary.statuses = dict(
         session.execute(select(RunResult.status, func.count()).where(of_run).group_by(RunResult.status)).all()

@@ -13,6 +13,8 @@ Prefect artifact; the chart to a PNG with its numbers beside it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -23,12 +25,12 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from formwork.db.models import EvalRun, ModelCall, Record, Run, RunResult
+from formwork.db.models import Calibration, EvalRun, ModelCall, Record, Run, RunResult
 from formwork.db.session import session_factory
 from formwork.db.store import store_records
 from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
 from formwork.schemas.registry import Schema, load_checked_schema
-from formwork.tasks.evaluation.calibration import Point, curve, least_confidence, recommended
+from formwork.tasks.evaluation.calibration import TARGET, Point, choose, curve, least_confidence, recommended
 from formwork.tasks.evaluation.gold import GoldRecord, load_gold
 from formwork.tasks.evaluation.scoring import OUTCOMES, score_record, summarise
 from formwork.tasks.modes import MODES
@@ -79,7 +81,37 @@ def _score_run(session: Session, schema: Schema, run_id: int, golds: list[GoldRe
         points.append(Point(ok, s.outcome == "all_correct", least_confidence(evidence)))
     calibration = curve(points)
     report = summarise(schema, scores, [g.gold for g in golds]).as_dict()
-    return report | {"calibration": calibration, "min_confidence": recommended(calibration)}
+    kept = [(g.gold[key], s.got.get(key), good) for g, s in zip(golds, scores, strict=True)
+            if s.status == "partial" and s.got for key, good in s.fields.items()
+            if s.got.get(key) is not None]  # fmt: skip
+    return report | {
+        "calibration": calibration,
+        "min_confidence": recommended(calibration),
+        "points": points,
+        "partial_kept": len(kept),
+        "partial_precision": sum(good for *_, good in kept) / len(kept) if kept else None,
+    }
+
+
+def _gold_hash(golds: list[GoldRecord]) -> str:
+    """One hash for the gold records scored (ids, texts, answers): a calibration names its evidence."""
+    rows = [[g.id, g.text, g.gold, g.meta] for g in golds]
+    return hashlib.sha256(json.dumps(rows, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def _calibrate(session: Session, schema: Schema, model: str, engine: str, mode: str, run_id: int,
+               golds: list[GoldRecord], points: list[Point], target: float) -> dict[str, Any]:  # fmt: skip
+    """Choose the threshold with its bound (tasks.evaluation.calibration), store it, describe it."""
+    chosen = choose(points, target)
+    row = Calibration(schema_name=schema.name, schema_version=schema.version, schema_hash=schema.digest,
+                      model=model, engine=engine, mode=mode, method="least-confidence",
+                      threshold=chosen.threshold, target=chosen.target, level=chosen.level,
+                      bound=chosen.bound, kept=chosen.kept, correct=chosen.correct,
+                      gold_hash=_gold_hash(golds), gold_size=len(golds), run_id=run_id)  # fmt: skip
+    session.add(row)
+    session.flush()
+    return {"id": row.id, "threshold": chosen.threshold, "bound": chosen.bound,
+            "guarantee": chosen.guarantee()}  # fmt: skip
 
 
 def _publish(reports: dict[str, dict[str, Any]], title: str) -> None:
@@ -113,8 +145,14 @@ def evaluate(
     limit: int | None = None,
     db_url: str | None = None,
     chart: str | None = None,
+    calibrate: bool = False,
+    target: float = TARGET,
 ) -> dict[str, dict[str, Any]]:
-    """Score each mode on the gold records; return mode -> scores (with `run_id` and `eval_id`)."""
+    """Score each mode on the gold records; return mode -> scores (with `run_id` and `eval_id`).
+
+    Without `calibrate` each mode runs as production would, its matching calibration applied. With
+    it, no confidence bound applies (each row's least confidence is what is measured), and a
+    calibration per mode is chosen for `target` and stored for the runs that match it."""
     settings = Settings()
     modes = modes or [settings.mode]
     unknown = [m for m in modes if m not in MODES]
@@ -129,13 +167,22 @@ def evaluate(
             source = f"eval:{Path(gold).resolve()}#{mode}"
             with sessions() as session:
                 ids = store_records(session, source, (InputRecord(g.id, g.text, g.meta) for g in golds))
-            mode_settings = settings.model_copy(update={"mode": mode})
+            update: dict[str, Any] = {"mode": mode}
+            if calibrate:
+                update |= {"calibration": False, "min_confidence": 0.0}
+            mode_settings = settings.model_copy(update=update)
             context = new_context(sessions, mode_settings, chosen, engines, flow="evaluate", source=source,
                                   redo=True)  # fmt: skip
             run_chunks(context, chunked(ids, settings.chunk_size))
             with sessions() as session:
                 report = _score_run(session, chosen, context.run_id, golds, source)
                 report |= _costs(session, context.run_id, len(golds), mode)
+                points = report.pop("points")
+                if calibrate:
+                    report["calibrated"] = _calibrate(
+                        session, chosen, engines[1].model, settings.engine, mode, context.run_id, golds,
+                        points, target,
+                    )  # fmt: skip
                 report["warning"] = run_warning(settings.preset, settings.allow_chat_in_constrained)
                 row = EvalRun(batch=batch, run_id=context.run_id, gold_source=str(Path(gold).resolve()),
                               schema_name=chosen.name, schema_version=chosen.version, mode=mode,

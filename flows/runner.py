@@ -24,6 +24,7 @@ from typing import TypeVar
 from prefect import get_run_logger
 from sqlalchemy.orm import Session
 
+from formwork.db.calibrations import bounds_for
 from formwork.db.claims import heartbeat, mark_crashed
 from formwork.db.queries import RunSummary, run_summary
 from formwork.db.store import QueuePolicy, finish_run, start_run
@@ -64,8 +65,14 @@ def new_context(
     """Mark dead runs crashed, write this run's row and bundle what every chunk of this run needs."""
     reasoner, formatter = engines
     timeout = timedelta(seconds=settings.run_lease_s)
+    options = ExtractOptions.from_settings(settings)
     with sessions() as session:
         crashed = mark_crashed(session, timeout)
+        applied = None
+        if settings.calibration:
+            bounds = bounds_for(session, schema, formatter.model, settings.engine, settings.min_confidence)
+            options = replace(options, min_confidence=bounds.values, choice_confidence=bounds.choices)
+            applied = bounds.applied
         run_id = start_run(
             session,
             schema,
@@ -74,10 +81,12 @@ def new_context(
             engine=settings.engine,
             reasoning_model=reasoner.model,
             formatting_model=formatter.model,
+            confidence=applied,
         )
     if crashed:
         get_run_logger().warning("%d earlier runs stopped without finishing: marked crashed", crashed)
-    options = ExtractOptions.from_settings(settings)
+    if applied is not None:
+        logger.info("run %s confidence bounds: %s", run_id, applied["guarantee"])
     warning = run_warning(settings.preset, settings.allow_chat_in_constrained)
     if warning:
         get_run_logger().warning("run %s: %s", run_id, warning)

@@ -76,8 +76,8 @@ def grounding_problems(body: dict[str, Any]) -> list[str]:
                     f"{where}: x-min-confidence must be a number from 0 to 1, or an object of such numbers "
                     f'by model name with "*" for any other model (got {bound!r})'
                 )
-            elif "enum" not in node and types != {"boolean"}:
-                problems.append(f"{where}: x-min-confidence applies to enum and boolean fields only")
+            elif types & {"object", "array"}:
+                problems.append(f"{where}: x-min-confidence applies to values, not to an object or array")
         for key, child in (node.get("properties") or {}).items():
             visit(child, f"{path}.{key}" if path else key)
         if isinstance(node.get("items"), dict):

@@ -29,7 +29,9 @@ class ExtractOptions:
     reasoning_repetition_penalty: float = 1.3
     format_max_tokens: int | None = None  # None: sized from the schema
     max_attempts: int = 3
-    min_confidence: float = 0.0  # enum/boolean values chosen with less probability fail (0: off)
+    min_confidence: float = 0.0  # values chosen with less probability fail (0: off)
+    choice_confidence: float | None = None  # enum/boolean values' own bound; None: min_confidence
+    grounded_decoding: bool = False  # the formatting grammar allows only the values the text backs
     mode: str = "two-pass"  # or one-pass, one-pass-reasoning, prompt-json (tasks/modes.py)
     preset: str = "greedy"  # sampling of the call that writes the JSON (tasks/presets.py)
     allow_chat_in_constrained: bool = False  # let a chat preset through the guard (warned)
@@ -44,6 +46,7 @@ class ExtractOptions:
             format_max_tokens=settings.format_max_tokens,
             max_attempts=settings.max_attempts,
             min_confidence=settings.min_confidence,
+            grounded_decoding=settings.grounded_decoding,
             mode=settings.mode,
             preset=settings.preset,
             allow_chat_in_constrained=settings.allow_chat_in_constrained,

@@ -21,12 +21,13 @@ from typing import Any
 from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import Schema
 from formwork.tasks.calls import BUDGET_CAP, RANK, Caller, ExtractOptions, Outcome
-from formwork.tasks.engines.base import Completion, Engine, EngineError, Sampling
+from formwork.tasks.engines.base import Completion, Engine, EngineError, JsonSchema, Sampling
 from formwork.tasks.fit import fit_source
+from formwork.tasks.grounding.candidates import grounded_body
 from formwork.tasks.modes import extract_single_pass
 from formwork.tasks.presets import guard, preset
 from formwork.tasks.prompts import formatting_messages, reasoning_messages
-from formwork.tasks.validate import Verdict, judge
+from formwork.tasks.validate import Verdict, judge, reference_date
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +35,15 @@ logger = logging.getLogger(__name__)
 def looping(text: str, window: int = 32) -> bool:
     """True when the text ends in a run it already wrote twice: more budget would buy more of it."""
     return len(text) >= 3 * window and text.count(text[-window:]) >= 3
+
+
+def formatting_grammar(schema: Schema, text: str, meta: dict[str, Any] | None, grounded: bool) -> JsonSchema:
+    """The schema the formatting pass decodes under: the record's own under grounded decoding (each
+    `quote`/`value` field an enum of what its text backs, `tasks.grounding.candidates`), else the
+    schema's. The root's `x-grounded-decoding` overrides the setting."""
+    if not schema.body.get("x-grounded-decoding", grounded):
+        return schema.grammar_body
+    return grounded_body(schema.grammar_body, text, reference_date(meta))
 
 
 def extract_record(
@@ -44,14 +54,16 @@ def extract_record(
     formatter: Engine,
     options: ExtractOptions,
     meta: dict[str, Any] | None = None,
+    outcome: Outcome | None = None,
 ) -> Outcome:
     """Run both passes on one record, retrying as the failure asks, and return the best verdict.
 
     `meta` is the record's meta; its `reference_date` lets relative dates count as grounded.
+    `outcome`, when given, is filled in place, so its calls survive an exception (`extract_safely`).
     """
+    outcome = outcome or Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     if options.mode != "two-pass":
-        return extract_single_pass(record_id, text, schema, reasoner, options, meta=meta)
-    outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
+        return extract_single_pass(record_id, text, schema, reasoner, options, meta=meta, outcome=outcome)
     call = Caller(outcome)
     reasoning_budget = options.reasoning_max_tokens
     format_budget_now = options.format_max_tokens or format_budget(schema.grammar_body)
@@ -61,6 +73,7 @@ def extract_record(
     try:
         fitted = fit_source(text, schema, (reasoner, formatter), reasoning_budget, format_budget_now)
         text, cap, cut = fitted.text, fitted.reasoning_cap or BUDGET_CAP, fitted.cut
+        grammar = formatting_grammar(schema, text, meta, options.grounded_decoding)
         for attempt in range(1, options.max_attempts + 1):
             outcome.attempts = attempt
             if redo_reasoning:
@@ -76,8 +89,16 @@ def extract_record(
             shaping = guard(
                 preset(options.preset, format_budget_now), allow_chat=options.allow_chat_in_constrained
             )
-            shaped = call(formatter, "formatting", messages, shaping, schema.grammar_body)
-            verdict = judge(schema, text, notes, shaped, meta=meta, min_confidence=options.min_confidence)
+            shaped = call(formatter, "formatting", messages, shaping, grammar)
+            verdict = judge(
+                schema,
+                text,
+                notes,
+                shaped,
+                meta=meta,
+                min_confidence=options.min_confidence,
+                choice_confidence=options.choice_confidence,
+            )
             if RANK[verdict.status] >= RANK[outcome.verdict.status]:
                 outcome.verdict = verdict
                 outcome.reasoning_finish = notes.finish_reason
@@ -113,9 +134,13 @@ def extract_safely(
     options: ExtractOptions,
     meta: dict[str, Any] | None = None,
 ) -> Outcome:
-    """`extract_record`, with an unmapped fault failing this record instead of the whole batch."""
+    """`extract_record`, with an unmapped fault failing this record instead of the whole batch; the
+    model calls made before the fault are kept (they were paid for, and they show what happened)."""
+    outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     try:
-        return extract_record(record_id, text, schema, *engines, options, meta)
+        return extract_record(record_id, text, schema, *engines, options, meta, outcome=outcome)
     except Exception as exc:
         logger.exception("record %s: unexpected error", record_id)
-        return Outcome(record_id, Verdict("failed", None, [f"internal error: {exc!r}"]), attempts=0)
+        outcome.verdict = Verdict("failed", None, [f"internal error: {exc!r}"])
+        outcome.retryable = False
+        return outcome

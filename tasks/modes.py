@@ -91,6 +91,7 @@ def extract_single_pass(
     options: ExtractOptions,
     sampling: Sampling | None = None,
     meta: dict[str, Any] | None = None,
+    outcome: Outcome | None = None,
 ) -> Outcome:
     """Run one single-call mode on one record; `sampling` overrides the preset (for ablations).
 
@@ -103,7 +104,7 @@ def extract_single_pass(
     free_budget = options.reasoning_max_tokens  # no grammar: the answer may come wrapped in prose
     budget = options.format_max_tokens or (free_budget if constraint is None else format_budget(body))
     base = sampling or preset(options.preset, budget)
-    outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
+    outcome = outcome or Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     call = Caller(outcome)
     no_reasoning = Completion("", "stop", 0, 0, 0.0, engine.model)  # this mode has no separate pass
     try:
@@ -118,7 +119,13 @@ def extract_single_pass(
             answer, step = _as_answer(done, mode)
             outcome.calls[-1].parse_step = step
             verdict = judge(
-                schema, text, no_reasoning, answer, meta=meta, min_confidence=options.min_confidence
+                schema,
+                text,
+                no_reasoning,
+                answer,
+                meta=meta,
+                min_confidence=options.min_confidence,
+                choice_confidence=options.choice_confidence,
             )
             if RANK[verdict.status] >= RANK[outcome.verdict.status]:
                 outcome.verdict, outcome.formatting_finish = verdict, done.finish_reason

@@ -67,7 +67,15 @@ class Settings(BaseSettings):
     format_max_tokens: int | None = Field(None, ge=1, description="default: sized from the schema")
     max_attempts: int = Field(3, ge=1, description="formatting attempts per record inside a run")
     min_confidence: float = Field(
-        0.0, ge=0.0, le=1.0, description="enum/boolean values chosen with less probability fail (0: off)"
+        0.0, ge=0.0, le=1.0, description="values chosen with less probability fail (0: off)"
+    )
+    calibration: bool = Field(
+        True,
+        description="apply the calibration matching schema, model and engine (formwork eval --calibrate); "
+        "none: a conservative default (values p >= 0.9, no enum passes). false: min_confidence only",
+    )
+    grounded_decoding: bool = Field(
+        False, description="the formatting grammar allows each quote/value field only what its text backs"
     )
     mode: Literal["two-pass", "one-pass", "one-pass-reasoning", "prompt-json"] = Field(
         "two-pass", description="two-pass: reason, then format under the grammar; others: see tasks/modes.py"

@@ -5,9 +5,9 @@ engines drop keywords silently, a server may ignore structured outputs, and some
 grammar (a date that exists, a value copied from the schema's own examples).
 
 - ok: valid JSON, every field passes and is backed by the source text (`tasks.grounding`; a JSON-like
-  example the text quotes backs nothing, `tasks.grounding.prewritten`) or, for an enum or boolean under an
-  `x-min-confidence` bound, was chosen with enough probability (`tasks.grounding.confidence`), and both passes
-  stopped with `stop`;
+  example the text quotes backs nothing, `tasks.grounding.prewritten`), was chosen with the probability
+  its confidence bound asks (`x-min-confidence`, the run's or a calibration's;
+  `tasks.grounding.confidence`), and both passes stopped with `stop`;
 - partial: only non-critical fields failed; each is set to null where it stands (a path such as
   `items[2].amount`, or the nearest ancestor that may be null) and listed;
 - failed: a critical field failed, the root is wrong, a pass stopped at `length` (or aborted), or no
@@ -27,7 +27,7 @@ from formwork.schemas.conform import conform
 from formwork.schemas.paths import Path, null_target, path_text, semantic_errors, set_null
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines.base import Completion
-from formwork.tasks.grounding.confidence import chosen_paths, field_confidences, min_confidence
+from formwork.tasks.grounding.confidence import chosen, field_confidences, min_confidence, value_paths
 from formwork.tasks.grounding.copies import copies
 from formwork.tasks.grounding.evidence import Evidence, ground
 from formwork.tasks.grounding.prewritten import prewritten
@@ -136,9 +136,12 @@ def _prewritten(proof: Evidence, key: str) -> str:
 
 def _evidence_errors(
     schema: Schema, data: dict[str, Any], source: str, formatting: Completion, meta: dict[str, Any] | None,
-    bound: float, failing: set[Path],
+    bounds: tuple[float, float | None], failing: set[Path],
 ) -> tuple[list[Evidence], list[tuple[Path, str]]]:  # fmt: skip
-    """Ground every value in the source and weigh every chosen value; the failures are field errors.
+    """Ground every value in the source and weigh every value's probability; failures are field errors.
+
+    `bounds` is (every value's bound, enum and boolean values' bound or None for the same); a field's
+    `x-min-confidence` overrides both, and a bound above 1 can never be met (an uncalibrated choice).
 
     A value inside a path that already failed validation is not judged again."""
     evidence = ground(schema.checked_body, data, source, reference_date(meta))
@@ -160,12 +163,16 @@ def _evidence_errors(
         return _ungrounded(schema, proof)
 
     errors = [(path, why(e)) for e in evidence if not e.grounded and fresh(path := parse_path(e.path))]
-    for text, node in chosen_paths(schema.checked_body, data):
-        least, path = min_confidence(node, bound, formatting.model), parse_path(text)
+    for text, node in value_paths(schema.checked_body, data):
+        default = bounds[1] if chosen(node) and bounds[1] is not None else bounds[0]
+        least, path = min_confidence(node, default, formatting.model), parse_path(text)
         if least <= 0 or not fresh(path):
             continue
-        value = json.dumps(next(e.value for e in evidence if e.path == text))
-        if text not in confidences:  # a bound that cannot be checked is not met (fail closed)
+        value = json.dumps(next((e.value for e in evidence if e.path == text), None), ensure_ascii=False)
+        if least > 1:  # no calibration holds this chosen value: no probability is enough
+            errors.append((path, f"{text} {value} is a choice no calibration covers for this schema and "
+                                 "model (run formwork eval --calibrate)" + GUESS))  # fmt: skip
+        elif text not in confidences:  # a bound that cannot be checked is not met (fail closed)
             errors.append((path, f"{text} {value} has no probability to hold to {least:.2f}: the engine "
                                  "gave no grammar-masked logprobs (see docs/production.md)"))  # fmt: skip
         elif confidences[text] < least:
@@ -182,12 +189,14 @@ def judge(
     *,
     meta: dict[str, Any] | None = None,
     min_confidence: float = 0.0,
+    choice_confidence: float | None = None,
 ) -> Verdict:
     """Decide the status of one record from both passes' completions.
 
     `source` is the record's text and the only place a value may be found; `meta` may hold the
-    `reference_date` for relative dates; `min_confidence` is the run's bound for enum and boolean
-    values (a field's `x-min-confidence` overrides it; 0 is off).
+    `reference_date` for relative dates; `min_confidence` is the run's bound for every value's
+    probability and `choice_confidence`, if given, the one for enum and boolean values (a field's
+    `x-min-confidence` overrides both; 0 is off, above 1 never passes).
     """
     try:
         data = json.loads(formatting.text)
@@ -198,7 +207,8 @@ def judge(
     evidence: list[Evidence] = []
     if isinstance(data, dict):
         failing = {path for path, _ in field_errors}
-        evidence, errors = _evidence_errors(schema, data, source, formatting, meta, min_confidence, failing)
+        bounds = (min_confidence, choice_confidence)
+        evidence, errors = _evidence_errors(schema, data, source, formatting, meta, bounds, failing)
         field_errors += errors
     rows = [e.as_row() for e in evidence]
     stops = [

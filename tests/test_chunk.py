@@ -52,3 +52,23 @@ def test_an_unexpected_error_fails_one_record_and_queues_it(db_url) -> None:
     assert results[ids[1]].errors == ["internal error: RuntimeError('tokenizer exploded')"]
     assert results[ids[0]].status == results[ids[2]].status == "ok"
     assert queued == [ids[1]]
+
+
+class BreaksWhenFormatting(BreaksOnBoom):
+    """Reasons fine, then hits the bug: the paid reasoning call must still be stored."""
+
+    def complete(self, messages, sampling, schema=None) -> Completion:
+        if schema is not None:
+            raise RuntimeError("grammar compiler exploded")
+        return super().complete(messages, sampling, schema)
+
+
+def test_an_internal_error_keeps_the_calls_made_before_it() -> None:
+    from formwork.tasks.calls import ExtractOptions
+    from formwork.tasks.extract import extract_safely
+
+    engine = BreaksWhenFormatting()
+    outcome = extract_safely(7, "yay", load_schema("chat_tag"), (engine, engine), ExtractOptions())
+    assert outcome.verdict.errors == ["internal error: RuntimeError('grammar compiler exploded')"]
+    assert [call.pass_name for call in outcome.calls] == ["reasoning", "formatting"]
+    assert outcome.calls[0].output == "notes" and outcome.calls[0].finish_reason == "stop"

@@ -50,7 +50,8 @@ def test_the_probability_of_a_value_is_the_product_over_its_tokens() -> None:
     confidences = field_confidences(CHAT.body, data, completion)
     # The span '"sad"' overlaps the token ending in its opening quote (logprob 0), "s" and "ad",
     # and the token that starts with its closing quote (logprob 0).
-    assert confidences == {"emotion": pytest.approx(0.4)}  # speaker is a free string, reply null
+    # A free string has one too ("Tom" at e^-0.1); reply is null: nothing asserted, nothing weighed.
+    assert confidences == {"emotion": pytest.approx(0.4), "speaker": pytest.approx(math.exp(-0.1))}
 
 
 def test_booleans_and_nested_enums_get_a_confidence() -> None:
@@ -68,6 +69,15 @@ def test_booleans_and_nested_enums_get_a_confidence() -> None:
                         ("b", math.log(0.3)), ('"}]}', 0.0))  # fmt: skip
     confidences = field_confidences(body, json.loads(completion.text), completion)
     assert confidences == {"paid": pytest.approx(0.9), "lines[0].kind": pytest.approx(0.3)}
+
+
+def test_a_number_pays_for_the_token_that_stops_it() -> None:
+    """`12` rather than `12.5` is decided by the token after the digits: it counts, a forced key does not."""
+    body = {"type": "object", "properties": {"amount": {"type": "number"}, "n": {"type": "integer"}}}
+    completion = tokens(('{"amount":', 0.0), ("1", math.log(0.8)), ("2", math.log(0.5)),
+                        (',', math.log(0.6)), ('"n":', 0.0), ("3", math.log(0.9)), ("}", 0.0))  # fmt: skip
+    confidences = field_confidences(body, json.loads(completion.text), completion)
+    assert confidences == {"amount": pytest.approx(0.8 * 0.5 * 0.6), "n": pytest.approx(0.9)}
 
 
 def test_no_confidence_is_claimed_without_logprobs_or_when_tokens_do_not_spell_the_text() -> None:
@@ -109,6 +119,15 @@ def test_a_value_below_the_run_threshold_is_a_field_failure() -> None:
     ]
     row = next(e for e in guessed.evidence if e["path"] == "emotion")
     assert row["confidence"] == pytest.approx(0.4) and row["kind"] == "none"
+
+
+def test_every_value_is_held_to_the_bound_and_an_uncalibrated_choice_never_passes() -> None:
+    completion = tokens(*CHAT_TOKENS)  # speaker "Tom" at 0.90, emotion "sad" at 0.40
+    unsure = judge(CHAT, TEXT, notes(), completion, min_confidence=0.95, choice_confidence=0.3)
+    assert unsure.status == "partial" and unsure.nulled == ["speaker"]  # the string, not the enum
+    closed = judge(CHAT, TEXT, notes(), completion, min_confidence=0.5, choice_confidence=1.01)
+    assert closed.status == "failed" and "no calibration covers" in closed.errors[0]
+    assert only_guesses(closed.errors)  # calibration still counts it ok at bound 0
 
 
 def test_the_schema_annotation_overrides_the_setting() -> None:

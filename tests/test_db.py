@@ -37,7 +37,8 @@ EXPECTED_COLUMNS = {
         "id": "int", "flow": "str(60)", "source": "str(500)", "schema_name": "str(100)",
         "schema_version": "int", "schema_hash": "str(64)", "schema_body": "json?", "engine": "str(40)",
         "reasoning_model": "str(200)", "formatting_model": "str(200)", "state": "str(20)",
-        "started_at": "timestamptz", "heartbeat_at": "timestamptz?", "finished_at": "timestamptz?",
+        "confidence": "json?", "started_at": "timestamptz", "heartbeat_at": "timestamptz?",
+        "finished_at": "timestamptz?",
     },
     "model_calls": {
         "id": "int", "run_id": "int", "record_id": "int", "pass_name": "str(20)", "attempt": "int",
@@ -76,6 +77,13 @@ EXPECTED_COLUMNS = {
         "id": "int", "source": "str(500)", "selection": "str(300)", "schema_name": "str(100)",
         "schema_version": "int", "value": "json", "run_id": "int?", "updated_at": "timestamptz",
     },
+    "calibrations": {
+        "id": "int", "schema_name": "str(100)", "schema_version": "int", "schema_hash": "str(64)",
+        "model": "str(200)", "engine": "str(40)", "mode": "str(30)", "method": "str(40)",
+        "threshold": "float?", "target": "float", "level": "float", "bound": "float", "kept": "int",
+        "correct": "int", "gold_hash": "str(64)", "gold_size": "int", "run_id": "int?",
+        "created_at": "timestamptz",
+    },
     "alembic_version": {"version_num": "str(32)"},
 }  # fmt: skip
 # The upserts depend on these unique keys, the queue and the reports on these indexes.
@@ -93,6 +101,7 @@ EXPECTED_INDEXES = {
     "record_claims": {("run_id",)},
     "retry_queue": {("next_attempt_at",), ("state",)},
     "eval_runs": {("batch",), ("run_id",)},
+    "calibrations": {("schema_hash",)},
 }
 EXPECTED_FOREIGN_KEYS = {
     "model_calls": {("record_id", "records"), ("run_id", "runs")},
@@ -102,6 +111,7 @@ EXPECTED_FOREIGN_KEYS = {
     "retry_queue": {("record_id", "records")},
     "eval_runs": {("run_id", "runs")},
     "watermarks": {("run_id", "runs")},
+    "calibrations": {("run_id", "runs")},
 }
 
 

@@ -39,7 +39,7 @@ def test_eval_compares_modes_stores_scores_and_draws_the_numbers(
             assert session.get(Run, row.run_id).flow == "evaluate"
             assert row.records == 2 and sum(row.scores["outcomes"].values()) == 2
             assert 0 <= row.scores["share_ok"] <= 1 and row.scores["calls"] >= 2
-            assert len(row.scores["calibration"]) == 9 and row.scores["calibration"][0]["threshold"] == 0.0
+            assert len(row.scores["calibration"]) == 10 and row.scores["calibration"][0]["threshold"] == 0.0
         assert evals[0].run_id != evals[1].run_id
         assert sum(evals[1].scores["parse_steps"].values()) == evals[1].scores["calls"]
 

@@ -97,3 +97,41 @@ def test_context_window_and_token_count_for_prompt_budgets(local_engine) -> None
     assert local_engine.context_window == 4096
     assert local_engine.count_tokens("") == 0
     assert 0 < local_engine.count_tokens("hello world") < local_engine.count_tokens("hello world " * 10)
+
+
+SHOPS = ["Blackwood Hardware Supplies", "Blackwood Hardware", "Greenfield Bakery and Cafe"]
+
+
+def _pick(local_engine, enum: list[str]) -> tuple[str, float, object]:
+    """The bundled model picks one of `enum` for a receipt; its value, confidence and completion."""
+    from formwork.tasks.grounding.confidence import field_confidences
+
+    body = {"type": "object", "properties": {"shop": {"enum": enum}}, "required": ["shop"],
+            "additionalProperties": False}  # fmt: skip
+    messages = [{"role": "user", "content": "Receipt: BLACKWOOD HARDWARE, 2 nails 3.10. Which shop? JSON."}]
+    done = local_engine.complete(messages, Sampling(32), body)
+    assert done.finish_reason == "stop"
+    import json
+
+    data = json.loads(done.text)
+    return data["shop"], field_confidences(body, data, done)["shop"], done
+
+
+def test_a_multi_token_value_multiplies_its_decisive_steps_and_forced_tokens_count_one(local_engine) -> None:
+    """On the real model: one allowed value of several tokens is certain (every token forced, p = 1);
+    among values that share a prefix, the shared tokens are forced and only the divergence costs."""
+    only, certain, done = _pick(local_engine, SHOPS[:1])
+    assert only == SHOPS[0] and certain == pytest.approx(1.0, abs=1e-6)
+    assert sum(1 for piece, _ in done.token_logprobs if piece.strip()) > 3  # it took several tokens
+    chosen, p, done = _pick(local_engine, SHOPS)
+    assert chosen in SHOPS and 0.0 < p < 1.0
+    text, at = done.text, done.text.index(chosen)
+    steps, position = [], 0
+    for piece, logprob in done.token_logprobs:
+        if at < position + len(piece) and position < at + len(chosen) + 1:
+            steps.append((position, logprob))
+        position += len(piece)
+    decisive = [lp for _, lp in steps if lp < -1e-6]
+    assert 1 <= len(decisive) < len(steps)  # "Blackwood Hardware" is written by forced tokens
+    assert p == pytest.approx(math.exp(sum(decisive)), rel=1e-6)
+    assert text.count(chosen) == 1

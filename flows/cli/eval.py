@@ -29,6 +29,8 @@ def print_reports(reports: dict[str, dict[str, Any]]) -> None:
     rows += [
         ("share ok", lambda r: _percent(r["share_ok"])),
         ("precision of ok", lambda r: _percent(r["precision_ok"])),
+        ("precision of values kept in partial rows",
+         lambda r: f"{_percent(r.get('partial_precision'))} of {r.get('partial_kept', 0)}"),
         ("tokens / record (in+out)",
          lambda r: f"{r['prompt_tokens_per_record']:.0f}+{r['completion_tokens_per_record']:.0f}"),
         ("seconds / record", lambda r: f"{r['wall_seconds_per_record']:.1f}"),
@@ -67,6 +69,11 @@ def print_reports(reports: dict[str, dict[str, Any]]) -> None:
             chosen = report.get("min_confidence")
             out.print(f"{mode}: lowest min_confidence with precision of ok >= 95%: "
                       + (f"{chosen:.2f}" if chosen is not None else "none reaches it"))  # fmt: skip
+        if report.get("calibrated"):
+            done = report["calibrated"]
+            out.print(f"{mode}: calibration {done['id']} stored: "
+                      + (f"min_confidence {done['threshold']:g}, " if done["threshold"] is not None else "")
+                      + done["guarantee"])  # fmt: skip
         if report.get("warning"):
             err.print(f"[yellow]warning:[/] {report['warning']}")
 
@@ -80,6 +87,12 @@ def eval_gold(
     ] = None,
     limit: Annotated[int | None, typer.Option(help="score only the first N gold records")] = None,
     chart: Annotated[Path | None, typer.Option(help="where to write the chart (PNG)")] = None,
+    calibrate: Annotated[
+        bool, typer.Option(help="choose and store the confidence threshold that certifies --target")
+    ] = False,
+    target: Annotated[
+        float, typer.Option(min=0.0, max=1.0, help="precision of ok to certify (90% one-sided bound)")
+    ] = 0.95,
     db: DbOption = None,
 ) -> None:
     """Run gold records through the pipeline, score them, store the scores, print tables, draw a chart."""
@@ -97,8 +110,9 @@ def eval_gold(
     try:
         with without_heartbeat():
             reports = evaluate(
-                str(gold), schema, modes=modes, limit=limit, db_url=resolve_db(db), chart=str(chart)
-            )
+                str(gold), schema, modes=modes, limit=limit, db_url=resolve_db(db), chart=str(chart),
+                calibrate=calibrate, target=target,
+            )  # fmt: skip
     except (GoldProblem, SchemaProblem, EngineError, ValueError, ImportError) as exc:
         fail(str(exc))
     print_reports(reports)

@@ -29,7 +29,8 @@ import numpy as np
 from formwork.tasks.engines.base import EngineError, EngineUnavailable, FinishReason, Sampling
 from formwork.tasks.engines.grammar import Grammars
 from formwork.tasks.engines.llama_runtime import BATCH, LlamaRuntime
-from formwork.tasks.engines.sampling import masked_logprob, pick
+from formwork.tasks.engines.sampling import masked_alternatives, masked_logprob, pick
+from formwork.tasks.engines.spelling import SPELLINGS, spelled_logprobs
 
 
 @dataclass(eq=False)
@@ -43,6 +44,7 @@ class Job:
     output: list[int] = field(default_factory=list)
     pieces: list[str] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
+    others: list[list[tuple[int, float]]] = field(default_factory=list)  # per step, other allowed tokens
     finish: FinishReason | None = None
     error: EngineError | None = None
     started: float = 0.0
@@ -226,7 +228,9 @@ class BatchDecoder:
                 job.output.append(token)
                 job.pieces.append(job.text.decode(self._pieces[token]))
                 if masked is not None:
-                    job.logprobs.append(masked_logprob(masked, token))
+                    logprob = masked_logprob(masked, token)
+                    job.logprobs.append(logprob)
+                    job.others.append(masked_alternatives(masked, token, logprob, SPELLINGS))
                 self.timings.tokens += 1
                 if len(job.output) >= job.budget:
                     finish = "length"
@@ -250,6 +254,10 @@ class BatchDecoder:
         tail = job.text.decode(b"", final=True)
         if tail and job.pieces:
             job.pieces[-1] += tail
+        if job.others:  # the mass of every token that writes the same characters (tasks.engines.spelling)
+            raw = [self._pieces[t] for t in job.output]
+            others = [[(self._pieces[t], lp) for t, lp in step] for step in job.others]
+            job.logprobs = spelled_logprobs(list(zip(raw, job.logprobs, others, strict=True)))
         job.finished = time.perf_counter()
         self._finished += 1
         slot.freed = self._finished

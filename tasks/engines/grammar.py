@@ -18,6 +18,8 @@ import numpy as np
 
 from formwork.tasks.engines.base import JsonSchema, require
 
+CACHE_BYTES = 256 * 1024 * 1024
+
 
 class Grammars:
     """Compiles JSON Schemas into matchers and masks rows of logits, many sequences per call."""
@@ -27,7 +29,10 @@ class Grammars:
         info = xgr.TokenizerInfo(
             pieces, vocab_type=xgr.VocabType.RAW, vocab_size=n_vocab, stop_token_ids=stop_ids
         )
-        self._compiler = xgr.GrammarCompiler(info, max_threads=1, cache_enabled=True)
+        # bounded: grounded decoding compiles a schema per record, and each would otherwise stay cached
+        self._compiler = xgr.GrammarCompiler(
+            info, max_threads=1, cache_enabled=True, cache_limit_bytes=CACHE_BYTES
+        )
         self._batch = xgr.BatchGrammarMatcher(max_threads=1)
         self._bitmask = np.zeros((rows, math.ceil(n_vocab / 32)), dtype=np.int32)
         self._n_vocab = n_vocab

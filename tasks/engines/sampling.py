@@ -79,3 +79,19 @@ def masked_logprob(masked_logits: np.ndarray, token: int) -> float:
     top = float(masked_logits.max())
     total = float(np.exp(masked_logits - top).sum())
     return float(masked_logits[token]) - top - float(np.log(total))
+
+
+def masked_alternatives(
+    masked_logits: np.ndarray, token: int, logprob: float, k: int
+) -> list[tuple[int, float]]:
+    """The `k` most likely other allowed tokens and their log-probabilities (`logprob` is the chosen
+    token's, which fixes the normaliser); none when the chosen token took all the mass."""
+    if logprob > -1e-9:
+        return []
+    normaliser = float(masked_logits[token]) - logprob
+    top = np.argpartition(-masked_logits, k)[: k + 1]
+    return [
+        (int(t), float(masked_logits[t]) - normaliser)
+        for t in top
+        if t != token and np.isfinite(masked_logits[t])
+    ][:k]

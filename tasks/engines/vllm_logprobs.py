@@ -12,7 +12,8 @@ A server launched otherwise cannot be told apart by asking it, so every reply is
 steps where a single token was allowed (the runner-up masked out) must carry logprob ~0. A raw,
 unmasked distribution never has a masked runner-up; a `*_logits` mode gives a forced token its logit,
 not 0. A reply that fails, or shows no forced step to check, gets no token logprobs, and then no
-confidence is claimed rather than a wrong one.
+confidence is claimed rather than a wrong one. Each step's logprob is then widened to every top token
+that spells the same next characters (`engines.spelling`), as the embedded engine does.
 """
 
 from __future__ import annotations
@@ -20,13 +21,16 @@ from __future__ import annotations
 import codecs
 from typing import Any
 
-TOP_LOGPROBS = 2  # the chosen token and its runner-up: enough to see which steps were forced
+from formwork.tasks.engines.spelling import SPELLINGS, spelled_logprobs
+
+TOP_LOGPROBS = SPELLINGS  # the runner-up shows a forced step; the rest, other spellings of the text
 MASKED_OUT = -9999.0  # what vLLM's OpenAI API writes for a -inf log-probability
 FORCED_TOLERANCE = 1e-3  # log-probability of a token the grammar forced: 0 up to float rounding
 
 
-def _step(entry: Any) -> tuple[bytes, float, list[float]] | None:
-    """(token bytes, logprob, the top logprobs) of one `logprobs.content` entry; None when malformed."""
+def _step(entry: Any) -> tuple[bytes, float, list[tuple[bytes, float]]] | None:
+    """(token bytes, logprob, the top (bytes, logprob), best first) of one `logprobs.content` entry;
+    None when malformed."""
     if not isinstance(entry, dict):
         return None
     raw, logprob, tops = entry.get("bytes"), entry.get("logprob"), entry.get("top_logprobs")
@@ -34,10 +38,11 @@ def _step(entry: Any) -> tuple[bytes, float, list[float]] | None:
         return None
     if not isinstance(logprob, int | float) or isinstance(logprob, bool) or not isinstance(tops, list):
         return None
-    values = [t.get("logprob") for t in tops if isinstance(t, dict)]
-    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+    found = [(t.get("bytes"), t.get("logprob")) for t in tops if isinstance(t, dict)]
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for _, v in found):
         return None
-    return bytes(raw), float(logprob), sorted(values, reverse=True)
+    pairs = [(bytes(b) if isinstance(b, list) else b"", float(v)) for b, v in found]
+    return bytes(raw), float(logprob), sorted(pairs, key=lambda pair: -pair[1])
 
 
 def masked_token_logprobs(logprobs: Any, text: str) -> tuple[tuple[str, float], ...]:
@@ -52,6 +57,7 @@ def masked_token_logprobs(logprobs: Any, text: str) -> tuple[tuple[str, float], 
         return ()
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     pieces: list[tuple[str, float]] = []
+    steps: list[tuple[bytes, float, list[tuple[bytes, float]]]] = []
     forced_steps = 0
     for entry in entries:
         step = _step(entry)
@@ -60,10 +66,14 @@ def masked_token_logprobs(logprobs: Any, text: str) -> tuple[tuple[str, float], 
         raw, logprob, tops = step
         if logprob > FORCED_TOLERANCE:
             return ()  # a logit, not a log-probability
-        if len(tops) >= 2 and all(v <= MASKED_OUT for v in tops[1:]):
+        if len(tops) >= 2 and all(v <= MASKED_OUT for _, v in tops[1:]):
             if abs(logprob) > FORCED_TOLERANCE:
                 return ()  # one token allowed, yet not probability 1: not the masked distribution
             forced_steps += 1
+        others = list(tops)
+        if (raw, logprob) in others:
+            others.remove((raw, logprob))  # the chosen token itself, counted once
+        steps.append((raw, logprob, [(b, v) for b, v in others if v > MASKED_OUT]))
         pieces.append((decoder.decode(raw), logprob))
     tail = decoder.decode(b"", final=True)
     if tail:
@@ -72,4 +82,7 @@ def masked_token_logprobs(logprobs: Any, text: str) -> tuple[tuple[str, float], 
     if joined != text and joined.removesuffix(pieces[-1][0]) == text:
         pieces[-1] = ("", pieces[-1][1])  # the end token: in the logprobs, not in the text
         joined = text
-    return tuple(pieces) if forced_steps and joined == text else ()
+    if not forced_steps or joined != text:
+        return ()
+    spelled = spelled_logprobs(steps)
+    return tuple((piece, spelled[i]) for i, (piece, _) in enumerate(pieces))

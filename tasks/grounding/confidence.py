@@ -1,12 +1,15 @@
-"""Confidence for chosen values: the probability the formatting pass gave each enum or boolean value.
+"""Confidence for every value: the probability the formatting pass gave it among the values allowed.
 
-A span cannot back an enum value ("angry" is rarely written in an angry message), and a small model
-asked for an emotion answered the enum's first value for every input. What the model can tell us is how
-sure it was: the embedded engine records each output token's log-probability under the grammar-masked
-distribution (`Completion.token_logprobs`), so the probability of a chosen value among the values the
-grammar allowed is the product over the tokens that wrote it. Here the value's characters are located
-in the output JSON (a small position-tracking parse), the tokens that overlap them are summed in log
-space, and the result is one probability per field path.
+A span cannot back an enum value ("angry" is rarely written in an angry message), and a span can back
+the wrong number (the subtotal for the total). What the model can tell us is how sure it was: both
+engines record each output token's log-probability under the grammar-masked distribution
+(`Completion.token_logprobs`; vLLM's are checked in `engines.vllm_logprobs`), so the probability of a
+value among the values the grammar allowed is the product over the tokens that wrote it. A token the
+grammar forced has probability 1 and costs nothing, so the decisive steps are where the allowed values
+diverge. The value's characters are located in the output JSON (a small position-tracking parse), the
+tokens that overlap them are summed in log space, and a number also pays for the token after it: that
+token is the choice to stop (`12` rather than `12.5`), which a string's closing quote already holds.
+The result is one probability per non-null value path.
 """
 
 from __future__ import annotations
@@ -71,20 +74,25 @@ def _token_spans(pieces: tuple[tuple[str, float], ...]) -> Iterator[tuple[int, i
         at += len(piece)
 
 
-def chosen_paths(body: dict[str, Any], data: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
-    """(path, schema node) of the enum and boolean values in `data`: values a model chooses, not copies."""
+def chosen(node: dict[str, Any]) -> bool:
+    """An enum or boolean: a value the model picks from a list, which no span of the text can back."""
+    return "enum" in node or value_types(node) == {"boolean"}
+
+
+def value_paths(body: dict[str, Any], data: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """(path, schema node) of every non-null scalar value in `data`: each one carries a confidence."""
     if isinstance(data, dict):
         for key, node in (body.get("properties") or {}).items():
-            yield from chosen_paths(node, data.get(key), f"{path}.{key}" if path else key)
+            yield from value_paths(node, data.get(key), f"{path}.{key}" if path else key)
     elif isinstance(data, list) and isinstance(body.get("items"), dict):
         for i, element in enumerate(data):
-            yield from chosen_paths(body["items"], element, f"{path}[{i}]")
-    elif data is not None and ("enum" in body or value_types(body) == {"boolean"}):
+            yield from value_paths(body["items"], element, f"{path}[{i}]")
+    elif data is not None and not isinstance(data, dict | list):
         yield path, body
 
 
 def field_confidences(body: dict[str, Any], data: Any, completion: Completion) -> dict[str, float]:
-    """Per enum/boolean path, the probability of the chosen value; {} when the engine gave no logprobs.
+    """Per value path, the probability of the chosen value; {} when the engine gave no logprobs.
 
     The tokens must spell the output text exactly; if they do not (an engine that post-processed its
     text), no confidence is claimed rather than a wrong one.
@@ -95,10 +103,12 @@ def field_confidences(body: dict[str, Any], data: Any, completion: Completion) -
     spans = value_spans(completion.text)
     tokens = list(_token_spans(pieces))
     confidences = {}
-    for path, _ in chosen_paths(body, data):
+    for path, _ in value_paths(body, data):
         if path not in spans:
             continue
         start, end = spans[path]
+        if type(_DECODER.decode(completion.text[start:end])) in (int, float):
+            end += 1  # the token that ends a number is the choice to stop it there
         total = sum(lp for s, e, lp in tokens if s < end and e > start)
         confidences[path] = math.exp(total)
     return confidences

@@ -20,7 +20,7 @@ import re
 from collections import defaultdict
 
 from formwork.tasks.grounding.evidence import Evidence
-from formwork.tasks.grounding.values import inside
+from formwork.tasks.grounding.reading import inside
 
 INDEX = re.compile(r"\[\d+\]")
 

@@ -10,7 +10,7 @@ reasoning notes, never in the schema) under a rule taken from the field's `x-gro
   phone number, or else a RapidFuzz alignment above `FUZZY_THRESHOLD` (fast on long texts, unlike
   difflib aligners);
 - `value` (default for numbers and `format: date` strings): the number or date in any written form
-  (see `tasks.grounding_values`);
+  (see `tasks.grounding.values`);
 - `none` (default for enums, booleans and fields derived by design): no span needed.
 
 Arrays and objects are walked; evidence is keyed by path (`items[2].name`).
@@ -50,6 +50,7 @@ class Evidence:
     score: float = 0.0
     grounded: bool = False
     confidence: float | None = None  # enums and booleans: the formatting pass's probability
+    anchor: str | None = None  # a derived date: which reference date grounded it
 
     def as_row(self) -> dict[str, Any]:
         """The JSON stored in `results.evidence`, one dict per value."""
@@ -60,6 +61,8 @@ class Evidence:
         }  # fmt: skip
         if self.confidence is not None:
             row["confidence"] = round(self.confidence, 4)
+        if self.anchor is not None:
+            row["anchor"] = self.anchor
         return row
 
 
@@ -142,7 +145,13 @@ class Source:
         return spans
 
     def quote(self, value: str) -> tuple[Kind, tuple[tuple[int, int], ...], float]:
-        """Find a string: exact, normalised, phone digits, then fuzzy; ("none", (), best score) if absent."""
+        """Find a string: exact, normalised, phone digits, then fuzzy; ("none", (), best score) if absent.
+
+        A blank string is no value. An identifier (a value with a digit, an `@`, or no space: an
+        e-mail, a reference number, one word) matches exactly or normalised, never fuzzily: one
+        letter or digit off is another address or another invoice."""
+        if not value.strip():
+            return "none", (), 0.0
         exact = self._occurrences(self.text, value)
         if exact:
             return "exact", tuple(exact), 100.0
@@ -156,6 +165,8 @@ class Source:
         normalised = self._occurrences(self.folded, folded)
         if normalised:
             return "normalised", tuple(self._unfold(s, e) for s, e in normalised), 100.0
+        if any(c.isdigit() for c in value) or "@" in value or not any(c.isspace() for c in value.strip()):
+            return "none", (), 0.0
         return self._fuzzy(folded)
 
     def _phone(self, digits: str) -> tuple[tuple[int, int], ...]:
@@ -212,13 +223,16 @@ def _value_match(source: Source, node: dict[str, Any], value: Any) -> tuple[bool
 
 
 def _check(source: Source, node: dict[str, Any], value: Any, path: str, rule: Rule) -> Evidence:
+    if isinstance(value, str) and not value.strip() and rule != "none":
+        return Evidence(path, value, rule, "none")  # a blank string is no value: never backed
     if rule == "none":
         return Evidence(path, value, rule, "none", grounded=True, score=100.0)
     if rule == "value":
         is_value, match = _value_match(source, node, value)
         if match is not None:
             quote = source.text[match.spans[0][0] : match.spans[0][1]]
-            return Evidence(path, value, rule, match.kind, match.spans[:MAX_SPANS], quote, 100.0, True)
+            spans = match.spans[:MAX_SPANS]
+            return Evidence(path, value, rule, match.kind, spans, quote, 100.0, True, anchor=match.anchor)
         if is_value:
             return Evidence(path, value, rule, "none")
     kind, spans, score = source.quote(str(value))

@@ -18,7 +18,7 @@ from collections import defaultdict
 from typing import Any
 
 from formwork.tasks.grounding.evidence import Evidence
-from formwork.tasks.grounding.values import inside
+from formwork.tasks.grounding.reading import inside
 
 _DECODER = json.JSONDecoder()
 _KEY = re.compile(r'"((?:[^"\\\n]|\\.){1,80})"\s*:\s*')

@@ -1,0 +1,137 @@
+"""Every date a text writes, with its span: numeric forms by regex, written ones by dateparser.
+
+Numeric forms ("2020-03-03", "3/3/20", "2020年3月3日") are read by a regex, in either day/month order
+when the text is ambiguous. Written ones are read by `dateparser`, asked only about runs of words
+around a month, weekday or relative word (dateparser alone glues neighbours onto a date: "last
+Friday, 30"; "on March 3rd 2020 by"). An expression whose meaning depends on the day it was written
+("yesterday", "last Friday", "March 3") is read only against a reference date, as `derived`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from functools import cache
+
+from formwork.tasks.grounding.reading import Reading
+
+YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})(?:\s*日)?(?!\d)")
+AB_Y = re.compile(r"(?<!\d)(\d{1,2})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{4}|\d{2})(?!\d)")
+# dateparser is asked only about stretches that hold a word it could read as a date: a month, a weekday
+# or a relative day in one of these languages; dateparser reads the few words around it.
+LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")  # numeric and CJK forms need no language
+ENGLISH_RELATIVE = ("ago", "last", "next")  # "3 days ago", "last Friday"
+RELATIVE_DAYS = ("1 day ago", "0 day ago", "in 1 day")
+WORD = re.compile(r"\w+(?:[./-]\w+)*")
+MAX_WORDS = 5
+# Two bases far apart: an expression that parses to different days against them is relative.
+BASES = (datetime(2001, 6, 15, 12), datetime(2011, 2, 10, 12))
+
+
+@cache
+def date_words() -> frozenset[str]:
+    """Month and weekday names and their abbreviations, and the words for yesterday, today and
+    tomorrow, in every language of LANGUAGES, from dateparser's own locale data (lower case; words
+    under three letters, such as "mo" or "sa", are left out: too common to be worth a parse)."""
+    from dateparser.languages.loader import default_loader
+
+    keys = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+            "october", "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday",
+            "saturday", "sunday")  # fmt: skip
+    words = set(ENGLISH_RELATIVE)
+    for code in LANGUAGES:
+        info = default_loader.get_locale(code).info
+        days = info.get("relative-type", {})
+        for names in [*(info.get(key, []) for key in keys), *(days.get(k, []) for k in RELATIVE_DAYS)]:
+            words.update(name.lower().rstrip(".") for name in names if " " not in name)
+    return frozenset(word for word in words if len(word) >= 3)
+
+
+def safe_date(year: int, month: int, day: int) -> date | None:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def numeric_readings(text: str) -> list[Reading]:
+    """Dates written with digits; the ISO form itself is `exact`."""
+    found = []
+    for m in YMD.finditer(text):
+        day = safe_date(*(int(g) for g in m.groups()))
+        if day:
+            found.append(Reading(day, m.span(), "exact" if m.group() == day.isoformat() else "normalised"))
+    for m in AB_Y.finditer(text):
+        a, b, y = (int(g) for g in m.groups())
+        years = [y] if len(m.group(3)) == 4 else [2000 + y, 1900 + y]
+        days = {d for year in years for d in (safe_date(year, b, a), safe_date(year, a, b)) if d}
+        found += [Reading(d, m.span(), "normalised") for d in sorted(days)]
+    return found
+
+
+class WrittenDates:
+    """Dates in words, read by dateparser run by run; `reference` (with its `anchor` label) resolves
+    the relative ones."""
+
+    def __init__(self, text: str, reference: date | None, anchor: str | None):
+        self.text, self.reference, self.anchor = text, reference, anchor
+        self.words = [m.span() for m in WORD.finditer(text)]
+        self._parsed: dict[tuple[str, datetime, bool], date | None] = {}
+
+    def _runs(self, hit: int) -> list[tuple[int, int]]:
+        """Every run of up to MAX_WORDS words that holds word `hit`; without a reference date, only
+        runs with a digit (a day in words alone, "Friday", means a day only against a reference)."""
+        words, runs = self.words, []
+        for i in range(max(0, hit - MAX_WORDS + 1), hit + 1):
+            for j in range(hit, min(i + MAX_WORDS, len(words))):
+                span = (words[i][0], words[j][1])
+                if self.reference is not None or any(c.isdigit() for c in self.text[span[0] : span[1]]):
+                    runs.append(span)
+        return runs
+
+    def _parse(self, phrase: str, base: datetime, past: bool = False) -> date | None:
+        key = (phrase, base, past)
+        if key not in self._parsed:
+            import dateparser
+
+            settings: dict = {"RELATIVE_BASE": base}
+            if past:
+                settings["PREFER_DATES_FROM"] = "past"
+            when = dateparser.parse(phrase, settings=settings, languages=list(LANGUAGES))
+            self._parsed[key] = when.date() if when else None
+        return self._parsed[key]
+
+    def _meaning(self, phrase: str) -> tuple[date, bool] | None:
+        """(the day, is it absolute?) for a phrase, or None; relative days only against the reference."""
+        first, second = (self._parse(phrase, base) for base in BASES)
+        if first is None:
+            return None
+        if first == second:
+            return first, True
+        if self.reference is None:
+            return None
+        base = datetime(self.reference.year, self.reference.month, self.reference.day, 12)
+        day = self._parse(phrase, base, past=True)
+        return (day, False) if day else None
+
+    def readings(self) -> list[Reading]:
+        """Per date word, each day some run around it means: absolutely, or (when no run means that
+        day absolutely) against the reference date; each at its shortest run."""
+        found = []
+        for hit, (start, end) in enumerate(self.words):
+            if self.text[start:end].lower().rstrip(".") not in date_words():
+                continue
+            meant = [(run, m) for run in self._runs(hit) if (m := self._meaning(self.text[run[0] : run[1]]))]
+            absolute = [(run, day) for run, (day, fixed) in meant if fixed]
+            relative = [(run, day) for run, (day, fixed) in meant if not fixed]
+            fixed_days = sorted({day for _, day in absolute})
+            found += [Reading(d, _shortest(absolute, d), "normalised") for d in fixed_days]
+            found += [
+                Reading(d, _shortest(relative, d), "derived", self.anchor)
+                for d in sorted({day for _, day in relative} - set(fixed_days))
+            ]
+        return found
+
+
+def _shortest(runs: list[tuple[tuple[int, int], date]], day: date) -> tuple[int, int]:
+    return min((run for run, meant in runs if meant == day), key=lambda run: run[1] - run[0])

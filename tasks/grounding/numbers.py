@@ -1,0 +1,80 @@
+"""Every number a text writes, with its span: digit runs in any grouping convention.
+
+A digit run may group thousands or mark decimals with `,` or `.`; a separator groups thousands only
+where every group after it has exactly three digits (so "12.5" is 12.5 and never 125), and "1,234"
+keeps both readings. Digits that belong to a date, a time of day or an identifier (an IBAN, a phone
+number, a joined code such as "2024-0042") are no amount, and a run with a leading zero ("0170") is
+a code: none of them is read.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+from formwork.tasks.grounding.reading import Reading, inside
+
+# A digit run with optional grouping/decimal separators: 1,234.50 | 1.234,50 | 1'234 | 1234,5 | 1 234 (nbsp).
+NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,'\u00a0\u202f]\d+)*")
+SEPARATOR = re.compile(r"([.,'\u00a0\u202f])")
+TIME = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?![\d:])")  # 12:30, 08:15:00
+# Identifier shapes whose digit groups are no amount: an IBAN, a phone number (a leading + or 0, or an
+# area code in brackets, and seven digits or more), a code of parts joined by - / _ # ("2024-0042").
+IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,}(?: ?[A-Z0-9]{1,4})?\b")
+PHONE = re.compile(r"(?<![\w.,])(?:\+|\(?0|\(\d{2,5}\) ?)\d[\d ()./-]{5,}\d(?![\w])")
+CODE = re.compile(r"(?<![\w.,])[A-Za-z0-9]+(?:[-/_#][A-Za-z0-9]+)+(?![\w])")
+PLAIN = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # ASCII only: full-width "１２" is normalised
+
+
+def identifiers(text: str) -> list[tuple[int, int]]:
+    """Spans of IBANs, phone numbers and joined codes: "call 0170 5551234" backs no 170, "Invoice
+    2024-0042" no 42. A code counts when two of its parts hold digits, or one holds three or more
+    beside a part of letters ("INV-0042"); "3-day" or "Zurich-Geneva" stay text."""
+    spans = [m.span() for m in IBAN.finditer(text)]
+    spans += [m.span() for m in PHONE.finditer(text) if sum(c.isdigit() for c in m.group()) >= 7]
+    for m in CODE.finditer(text):
+        parts = re.split(r"[-/_#]", m.group())
+        numeric = [p for p in parts if any(c.isdigit() for c in p)]
+        if len(numeric) >= 2 or (any(p.isalpha() for p in parts) and max(map(len, numeric), default=0) >= 3):
+            spans.append(m.span())
+    return spans
+
+
+def _grouped(digits: list[str]) -> bool:
+    """True when digit groups read as thousands: 1 to 3 digits first, exactly three in every group after."""
+    return 1 <= len(digits[0]) <= 3 and all(len(group) == 3 for group in digits[1:])
+
+
+def token_values(token: str) -> set[Decimal]:
+    """Every number a written digit run can mean: "1,234" -> {1234, 1.234}, "12.5" -> {12.5} only.
+
+    A separator groups thousands only where every group after it has exactly three digits and all
+    grouping separators are the same character; the last `.` or `,`, written once, may be the decimal
+    point. A run that starts with a zero ("0170", "007") is a code, not an amount: no reading."""
+    parts = SEPARATOR.split(token)
+    digits, separators = parts[::2], parts[1::2]
+    if len(digits[0]) > 1 and digits[0][0] == "0":
+        return set()
+    readings = set()
+    if not separators:
+        readings.add(Decimal(token))
+    elif len(set(separators)) == 1 and _grouped(digits):
+        readings.add(Decimal("".join(digits)))
+    last = separators[-1] if separators else ""
+    decimal = last in (".", ",") and last not in separators[:-1] and len(set(separators[:-1])) <= 1
+    if decimal and (len(digits) == 2 or _grouped(digits[:-1])):
+        readings.add(Decimal("".join(digits[:-1]) + "." + digits[-1]))
+    return readings
+
+
+def digit_readings(text: str, taken: list[tuple[int, int]]) -> list[Reading]:
+    """The readings of every digit run outside `taken` (dates) and outside times and identifiers; a
+    run written as a plain decimal ("42.80") is `exact`, any other form `normalised`."""
+    taken = taken + [m.span() for m in TIME.finditer(text)] + identifiers(text)
+    found = []
+    for m in NUMBER.finditer(text):
+        if inside(m.span(), taken):
+            continue
+        kind = "exact" if PLAIN.fullmatch(m.group()) else "normalised"
+        found += [Reading(value, m.span(), kind) for value in sorted(token_values(m.group()))]
+    return found
