@@ -79,7 +79,15 @@ def extract_record(
                 preset(options.preset, format_budget_now), allow_chat=options.allow_chat_in_constrained
             )
             shaped = call(formatter, "formatting", messages, shaping, schema.grammar_body)
-            verdict = judge(schema, text, notes, shaped, meta=meta, min_confidence=options.min_confidence)
+            verdict = judge(
+                schema,
+                text,
+                notes,
+                shaped,
+                meta=meta,
+                min_confidence=options.min_confidence,
+                reference_field=options.reference_date_field,
+            )
             if RANK[verdict.status] >= RANK[outcome.verdict.status]:
                 outcome.verdict = verdict
                 outcome.reasoning_finish = notes.finish_reason

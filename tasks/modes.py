@@ -119,7 +119,13 @@ def extract_single_pass(
             answer, step = _as_answer(done, mode)
             outcome.calls[-1].parse_step = step
             verdict = judge(
-                schema, text, no_reasoning, answer, meta=meta, min_confidence=options.min_confidence
+                schema,
+                text,
+                no_reasoning,
+                answer,
+                meta=meta,
+                min_confidence=options.min_confidence,
+                reference_field=options.reference_date_field,
             )
             if RANK[verdict.status] >= RANK[outcome.verdict.status]:
                 outcome.verdict, outcome.formatting_finish = verdict, done.finish_reason

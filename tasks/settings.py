@@ -66,6 +66,12 @@ class Settings(BaseSettings):
     min_confidence: float = Field(
         0.0, ge=0.0, le=1.0, description="enum/boolean values chosen with less probability fail (0: off)"
     )
+    reference_date_field: str = Field(
+        "reference_date",
+        min_length=1,
+        description="the meta field (JSONL/CSV field, SQL column) that "
+        "holds the day a record was written, against which relative dates are read",
+    )
     mode: Literal["two-pass", "one-pass", "one-pass-reasoning", "prompt-json"] = Field(
         "two-pass", description="two-pass: reason, then format under the grammar; others: see tasks/modes.py"
     )

@@ -18,8 +18,10 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 from functools import cached_property
 
+from formwork.tasks.grounding.cjk_dates import cjk_readings, month_day_spans
 from formwork.tasks.grounding.dates import WrittenDates, numeric_readings
 from formwork.tasks.grounding.numbers import digit_readings
+from formwork.tasks.grounding.numerals import han_readings, word_readings
 from formwork.tasks.grounding.reading import Kind, Reading, inside
 
 __all__ = ["Kind", "Reading", "ValueFinder", "ValueMatch", "inside"]
@@ -78,12 +80,16 @@ class ValueFinder:
 
     @cached_property
     def _written_dates(self) -> list[Reading]:
-        return WrittenDates(self.text, self.reference, self.anchor).readings()
+        written = WrittenDates(self.text, self.reference, self.anchor).readings()
+        return written + cjk_readings(self.text, self.reference, self.anchor)
 
     @cached_property
     def _numbers(self) -> list[Reading]:
-        """Every digit run's readings, except the parts of a date: the 12 of "2020-03-12" is no amount."""
-        return digit_readings(self.text, [r.span for r in self._numeric_dates])
+        """Every number's readings (digits, words, CJK numerals), except the digits of a date: the 12
+        of "2020-03-12" or "12月5号" is no amount."""
+        han = han_readings(self.text)  # "1.2万": the 1.2 is part of 12000, not an amount of its own
+        taken = [r.span for r in self._numeric_dates + han] + month_day_spans(self.text)
+        return digit_readings(self.text, taken) + word_readings(self.text) + han
 
     def number_readings(self) -> list[Reading]:
         """Every reading of every number the text backs."""
