@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import cached_property
 from datetime import date
+from functools import cached_property
 from typing import Any, Literal
 
 from formwork.schemas.annotations import Rule, rule_for
