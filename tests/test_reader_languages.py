@@ -200,3 +200,14 @@ def test_a_base_form_is_backed_by_its_inflection(text, value, written) -> None:
 @pytest.mark.parametrize(("text", "value"), [("Buy 6 eggs", "egg roll"), ("Bitte 10 Eier", "Eis")])
 def test_another_word_is_no_inflection(text, value) -> None:
     assert Source(text).quote(value, base_form=True)[0] == "none"
+
+
+@pytest.mark.parametrize("name", ["expense", "contact"])
+def test_the_chinese_and_japanese_gold_sets_load_and_hold_both_languages(name) -> None:
+    from formwork.tasks.evaluation.gold import load_gold
+
+    records = load_gold(
+        Path(__file__).parent.parent / "examples" / "gold" / f"{name}_zh_ja.jsonl", load_schema(name)
+    )
+    assert len(records) >= 15
+    assert {r.meta["lang"] for r in records} == {"zh", "ja"}
