@@ -35,6 +35,7 @@ class ExtractOptions:
     mode: str = "two-pass"  # or one-pass, one-pass-reasoning, prompt-json (tasks/modes.py)
     preset: str = "greedy"  # sampling of the call that writes the JSON (tasks/presets.py)
     allow_chat_in_constrained: bool = False  # let a chat preset through the guard (warned)
+    reference_date_field: str = "reference_date"  # the meta field relative dates are read against
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ExtractOptions:
@@ -50,6 +51,7 @@ class ExtractOptions:
             mode=settings.mode,
             preset=settings.preset,
             allow_chat_in_constrained=settings.allow_chat_in_constrained,
+            reference_date_field=settings.reference_date_field,
         )
 
 

@@ -98,6 +98,7 @@ def extract_record(
                 meta=meta,
                 min_confidence=options.min_confidence,
                 choice_confidence=options.choice_confidence,
+                reference_field=options.reference_date_field,
             )
             if RANK[verdict.status] >= RANK[outcome.verdict.status]:
                 outcome.verdict = verdict

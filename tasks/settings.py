@@ -77,6 +77,12 @@ class Settings(BaseSettings):
     grounded_decoding: bool = Field(
         False, description="the formatting grammar allows each quote/value field only what its text backs"
     )
+    reference_date_field: str = Field(
+        "reference_date",
+        min_length=1,
+        description="the meta field (JSONL/CSV field, SQL column) that "
+        "holds the day a record was written, against which relative dates are read",
+    )
     mode: Literal["two-pass", "one-pass", "one-pass-reasoning", "prompt-json"] = Field(
         "two-pass", description="two-pass: reason, then format under the grammar; others: see tasks/modes.py"
     )

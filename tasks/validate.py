@@ -82,9 +82,12 @@ def _nulled(schema: Schema, data: dict[str, Any], errors: list[tuple[Path, str]]
     return fixed, sorted(nulled)
 
 
-def reference_date(meta: dict[str, Any] | None) -> date | None:
-    """The record's `reference_date` (ISO), against which "yesterday" is derived; None if absent or bad."""
-    raw = (meta or {}).get("reference_date")
+def reference_date(meta: dict[str, Any] | None, field: str = "reference_date") -> date | None:
+    """The record's reference date, against which "yesterday" is derived: the meta `field` (ISO; a
+    mail's Date header lands in `reference_date`, so that is read when `field` is absent); None if
+    absent or bad."""
+    meta = meta or {}
+    raw = meta.get(field, meta.get("reference_date"))
     try:
         return date.fromisoformat(str(raw)[:10]) if raw else None
     except ValueError:
@@ -136,7 +139,7 @@ def _prewritten(proof: Evidence, key: str) -> str:
 
 def _evidence_errors(
     schema: Schema, data: dict[str, Any], source: str, formatting: Completion, meta: dict[str, Any] | None,
-    bounds: tuple[float, float | None], failing: set[Path],
+    bounds: tuple[float, float | None], failing: set[Path], reference_field: str = "reference_date",
 ) -> tuple[list[Evidence], list[tuple[Path, str]]]:  # fmt: skip
     """Ground every value in the source and weigh every value's probability; failures are field errors.
 
@@ -144,7 +147,9 @@ def _evidence_errors(
     `x-min-confidence` overrides both, and a bound above 1 can never be met (an uncalibrated choice).
 
     A value inside a path that already failed validation is not judged again."""
-    evidence = ground(schema.checked_body, data, source, reference_date(meta))
+    reference = reference_date(meta, reference_field)
+    anchor = f"meta {reference_field}" if reference else None
+    evidence = ground(schema.checked_body, data, source, reference, anchor=anchor)
     confidences = field_confidences(schema.checked_body, data, formatting)
     evidence = [replace(e, confidence=confidences.get(e.path)) for e in evidence]
 
@@ -190,13 +195,15 @@ def judge(
     meta: dict[str, Any] | None = None,
     min_confidence: float = 0.0,
     choice_confidence: float | None = None,
+    reference_field: str = "reference_date",
 ) -> Verdict:
     """Decide the status of one record from both passes' completions.
 
     `source` is the record's text and the only place a value may be found; `meta` may hold the
     `reference_date` for relative dates; `min_confidence` is the run's bound for every value's
     probability and `choice_confidence`, if given, the one for enum and boolean values (a field's
-    `x-min-confidence` overrides both; 0 is off, above 1 never passes).
+    `x-min-confidence` overrides both; 0 is off, above 1 never passes); `reference_field` names the meta
+    field that holds the reference date (else a date the text states as its own is used).
     """
     try:
         data = json.loads(formatting.text)
@@ -208,7 +215,9 @@ def judge(
     if isinstance(data, dict):
         failing = {path for path, _ in field_errors}
         bounds = (min_confidence, choice_confidence)
-        evidence, errors = _evidence_errors(schema, data, source, formatting, meta, bounds, failing)
+        evidence, errors = _evidence_errors(
+            schema, data, source, formatting, meta, bounds, failing, reference_field
+        )
         field_errors += errors
     rows = [e.as_row() for e in evidence]
     stops = [

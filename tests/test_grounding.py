@@ -172,7 +172,8 @@ def test_nested_values_are_checked_and_keyed_by_path() -> None:
         "items[1].quantity",
         "store",
     }
-    assert not evidence["items[0].name"].grounded  # one word is never fuzzy: "apple" is not "apples"
+    assert evidence["items[0].name"].kind == "normalised"  # x-base-form: "apples" is the plural of apple
+    assert evidence["items[0].name"].quote == "apples"
     assert not evidence["items[1].name"].grounded
     assert evidence["items[1].quantity"].rule == "none"  # "1 when no number is given": derived by design
 

@@ -7,7 +7,7 @@ from datetime import date
 from decimal import Decimal
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formwork.schemas.registry import load_schema
@@ -92,6 +92,7 @@ def grouped(whole: int, sep: str) -> str:
     return f"{whole:,}".replace(",", sep)
 
 
+@settings(deadline=None)  # dateparser's first parse and a shared machine's load: no time bound
 @given(cents=CENTS, style=st.sampled_from(["en", "de", "ch", "plain"]), mark=MARKS, decimals=st.booleans())
 def test_a_written_amount_backs_its_value_and_not_its_shifted_neighbours(cents, style, mark, decimals):
     whole, frac = divmod(cents, 100)
@@ -114,6 +115,7 @@ FRAGMENTS = st.sampled_from(
 )  # fmt: skip
 
 
+@settings(deadline=None)  # dateparser's first parse and a shared machine's load: no time bound
 @given(parts=st.lists(FRAGMENTS, max_size=5), probe=st.decimals(min_value=0, max_value=10**7, places=2))
 def test_number_accepts_exactly_the_enumerated_values(parts, probe) -> None:
     finder = ValueFinder(" ; ".join(parts), date(2024, 6, 10), "meta reference_date")
@@ -122,6 +124,7 @@ def test_number_accepts_exactly_the_enumerated_values(parts, probe) -> None:
     assert (finder.number(str(probe)) is not None) == (probe in listed)
 
 
+@settings(deadline=None)  # dateparser's first parse and a shared machine's load: no time bound
 @given(parts=st.lists(FRAGMENTS, max_size=4), probe=st.dates(min_value=date(1990, 1, 1)))
 def test_date_accepts_exactly_the_enumerated_dates(parts, probe) -> None:
     finder = ValueFinder(" ; ".join(parts), date(2024, 6, 10), "meta reference_date")

@@ -85,6 +85,7 @@ def test_an_eml_file_is_decoded_with_its_headers_in_the_meta(tmp_path: Path) -> 
         "date": "Tue, 04 Mar 2025 09:12:00 +0100",
         "subject": "Café order",
         "message_id": "<qp-1@example.org>",
+        "reference_date": "2025-03-04",
     }
 
 

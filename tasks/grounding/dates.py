@@ -22,7 +22,7 @@ AB_Y = re.compile(r"(?<!\d)(\d{1,2})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{4}|\d{2})
 LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")  # numeric and CJK forms need no language
 ENGLISH_RELATIVE = ("ago", "last", "next")  # "3 days ago", "last Friday"
 RELATIVE_DAYS = ("1 day ago", "0 day ago", "in 1 day")
-WORD = re.compile(r"\w+(?:[./-]\w+)*")
+WORD = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?|\w+(?:[./-]\w+)*")  # a time is one word: "Jun 2024 09" is no day
 MAX_WORDS = 5
 # Two bases far apart: an expression that parses to different days against them is relative.
 BASES = (datetime(2001, 6, 15, 12), datetime(2011, 2, 10, 12))

@@ -7,8 +7,9 @@ reasoning notes, never in the schema) under a rule taken from the field's `x-gro
 
 - `quote` (default for free strings): the value is a span of the text, exactly, or after folding case,
   whitespace and punctuation (Unicode-aware, so CJK and other scripts work), or digit for digit for a
-  phone number, or else a RapidFuzz alignment above `FUZZY_THRESHOLD` (fast on long texts, unlike
-  difflib aligners);
+  phone number, or (a field marked `x-base-form`: "the item, singular") an inflection of it by
+  simplemma's lemmas, or else a RapidFuzz alignment above `FUZZY_THRESHOLD` (fast on long texts,
+  unlike difflib aligners; never for identifiers);
 - `value` (default for numbers and `format: date` strings): the number or date in any written form
   (see `tasks.grounding.values`);
 - `none` (default for enums, booleans and fields derived by design): no span needed.
@@ -22,9 +23,11 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import date
+from functools import cached_property
 from typing import Any, Literal
 
 from formwork.schemas.annotations import Rule, rule_for
+from formwork.tasks.grounding.anchors import stated_reference
 from formwork.tasks.grounding.values import ValueFinder
 
 Kind = Literal["exact", "normalised", "fuzzy", "derived", "none"]
@@ -34,6 +37,7 @@ MAX_SPANS = 8
 PHONE = re.compile(r"^\+?[\d\s().\-/]+$")
 PHONE_IN_TEXT = re.compile(r"\+?\d[\d\s().\-/]*\d")
 ISO_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+LEMMA_LANGUAGES = ("en", "de", "es", "fr", "it", "pt", "nl")  # the languages of the gold sets
 NUMERIC = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -127,10 +131,14 @@ def _bounded(text: str, start: int, end: int) -> bool:
 class Source:
     """One record's text, prepared once (folded, numbers and dates read) for all its values."""
 
-    def __init__(self, text: str, reference: date | None = None):
+    def __init__(self, text: str, reference: date | None = None, anchor: str | None = None):
+        """`reference` (from `anchor`, such as "meta reference_date") grounds relative dates; without
+        one, a date the text states as its own ("Sent on 2024-06-10", 今天是…) is used, marked so."""
         self.text = text
         self.folded, self.where = _fold(text)
-        self.values = ValueFinder(text, reference)
+        if reference is None and (stated := stated_reference(text)):
+            reference, anchor = stated
+        self.values = ValueFinder(text, reference, anchor or ("given" if reference else None))
 
     def _unfold(self, start: int, end: int) -> tuple[int, int]:
         return self.where[start], self.where[end - 1] + 1
@@ -144,12 +152,13 @@ class Source:
             start = haystack.find(needle, start + 1)
         return spans
 
-    def quote(self, value: str) -> tuple[Kind, tuple[tuple[int, int], ...], float]:
+    def quote(self, value: str, base_form: bool = False) -> tuple[Kind, tuple[tuple[int, int], ...], float]:
         """Find a string: exact, normalised, phone digits, then fuzzy; ("none", (), best score) if absent.
 
         A blank string is no value. An identifier (a value with a digit, an `@`, or no space: an
         e-mail, a reference number, one word) matches exactly or normalised, never fuzzily: one
-        letter or digit off is another address or another invoice."""
+        letter or digit off is another address or another invoice. `base_form`: the schema asks for
+        the base form ("x-base-form"), so the text's inflected form backs it (egg: "eggs", Ei: "Eier")."""
         if not value.strip():
             return "none", (), 0.0
         exact = self._occurrences(self.text, value)
@@ -165,9 +174,32 @@ class Source:
         normalised = self._occurrences(self.folded, folded)
         if normalised:
             return "normalised", tuple(self._unfold(s, e) for s, e in normalised), 100.0
+        inflected = self._inflected(folded.split()) if base_form else ()
+        if inflected:
+            return "normalised", inflected, 100.0
         if any(c.isdigit() for c in value) or "@" in value or not any(c.isspace() for c in value.strip()):
             return "none", (), 0.0
         return self._fuzzy(folded)
+
+    @cached_property
+    def _lemmas(self) -> list[tuple[tuple[int, int], frozenset[str]]]:
+        """Each word of the text with its lemmas in every language of LEMMA_LANGUAGES (simplemma)."""
+        import simplemma
+
+        words = []
+        for m in re.finditer(r"\w+", self.text):
+            word = m.group()
+            lemmas = {_fold(simplemma.lemmatize(word, lang=lang))[0] for lang in LEMMA_LANGUAGES}
+            words.append((m.span(), frozenset(lemmas | {_fold(word)[0]})))
+        return words
+
+    def _inflected(self, wanted: list[str]) -> tuple[tuple[int, int], ...]:
+        """Spans where consecutive words of the text are inflections of the words `wanted`."""
+        words, n, spans = self._lemmas, len(wanted), []
+        for i in range(len(words) - n + 1):
+            if all(wanted[k] in words[i + k][1] for k in range(n)):
+                spans.append((words[i][0][0], words[i + n - 1][0][1]))
+        return tuple(spans[:MAX_SPANS])
 
     def _phone(self, digits: str) -> tuple[tuple[int, int], ...]:
         """Phone numbers compare digits; a text number may carry a country code the value dropped."""
@@ -235,17 +267,19 @@ def _check(source: Source, node: dict[str, Any], value: Any, path: str, rule: Ru
             return Evidence(path, value, rule, match.kind, spans, quote, 100.0, True, anchor=match.anchor)
         if is_value:
             return Evidence(path, value, rule, "none")
-    kind, spans, score = source.quote(str(value))
+    kind, spans, score = source.quote(str(value), base_form=node.get("x-base-form") is True)
     if kind == "none":
         return Evidence(path, value, rule, "none", score=score)
     return Evidence(path, value, rule, kind, spans, source.text[spans[0][0] : spans[0][1]], score, True)
 
 
 def ground(
-    body: dict[str, Any], data: Any, text: str, reference: date | None = None, source: Source | None = None
-) -> list[Evidence]:
-    """Evidence for every non-null value of `data` (validated against `body`), from `text` alone."""
-    source = source or Source(text, reference)
+    body: dict[str, Any], data: Any, text: str, reference: date | None = None, source: Source | None = None,
+    anchor: str | None = None,
+) -> list[Evidence]:  # fmt: skip
+    """Evidence for every non-null value of `data` (validated against `body`), from `text` alone;
+    `anchor` says where `reference` came from, and goes into each derived date's evidence."""
+    source = source or Source(text, reference, anchor)
     found: list[Evidence] = []
 
     def walk(node: dict[str, Any], value: Any, path: str, inherited: Rule | None) -> None:

@@ -18,8 +18,10 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 from functools import cached_property
 
+from formwork.tasks.grounding.cjk_dates import cjk_readings, month_day_spans
 from formwork.tasks.grounding.dates import WrittenDates, numeric_readings
 from formwork.tasks.grounding.numbers import digit_readings
+from formwork.tasks.grounding.numerals import han_readings, word_readings
 from formwork.tasks.grounding.reading import Kind, Reading, inside
 
 __all__ = ["Kind", "Reading", "ValueFinder", "ValueMatch", "inside"]
@@ -78,12 +80,27 @@ class ValueFinder:
 
     @cached_property
     def _written_dates(self) -> list[Reading]:
-        return WrittenDates(self.text, self.reference, self.anchor).readings()
+        written = WrittenDates(self.text, self.reference, self.anchor).readings()
+        return written + cjk_readings(self.text, self.reference, self.anchor)
 
     @cached_property
+    def _han(self) -> list[Reading]:
+        return han_readings(self.text)
+
+    @cached_property
+    def _digits(self) -> list[Reading]:
+        """Digit runs' readings, except the digits of a date ("2020-03-12", "12月5号") or of a CJK
+        numeral ("1.2万": the 1.2 is part of 12000, not an amount of its own)."""
+        taken = [r.span for r in self._numeric_dates + self._han] + month_day_spans(self.text)
+        return digit_readings(self.text, taken)
+
+    @cached_property
+    def _words(self) -> list[Reading]:
+        return word_readings(self.text)
+
+    @property
     def _numbers(self) -> list[Reading]:
-        """Every digit run's readings, except the parts of a date: the 12 of "2020-03-12" is no amount."""
-        return digit_readings(self.text, [r.span for r in self._numeric_dates])
+        return self._digits + self._han + self._words
 
     def number_readings(self) -> list[Reading]:
         """Every reading of every number the text backs."""
@@ -97,7 +114,10 @@ class ValueFinder:
         wanted = _as_decimal(value)
         if wanted is None:
             return None
-        match = _best([r for r in self._numbers if r.value == wanted])
+        # Digits and numerals first: number words (the costliest reader) are read only when needed;
+        # the values accepted are still exactly those number_readings() lists.
+        match = _best([r for r in self._digits + self._han if r.value == wanted])
+        match = match or _best([r for r in self._words if r.value == wanted])
         if match is None:
             return None
         exact = self.text[match.spans[0][0] : match.spans[0][1]] == str(value)

@@ -3,14 +3,16 @@
 The standard library's `email` package (policy `default`) parses the message: the text/plain part, or
 the text/html part turned into text, decoded to Unicode, is what the model reads, below the From, To,
 Date and Subject lines (a contact's name and address are often only in From, and grounding looks for
-values in the text); those headers and the Message-ID also go into the meta. A message without a text
-part is a record with a problem.
+values in the text); those headers and the Message-ID also go into the meta, and the Date header's
+day becomes the record's `reference_date`, against which "yesterday" in the body is read. A message
+without a text part is a record with a problem.
 """
 
 from __future__ import annotations
 
 import email
 import email.policy
+import email.utils
 import re
 from collections.abc import Iterator
 from email.message import EmailMessage
@@ -32,6 +34,9 @@ def message_record(
         message = email.message_from_bytes(raw, policy=email.policy.default)
         headers = _headers(message, warnings)
         meta.update(headers)
+        sent = _sent_day(message)
+        if sent:
+            meta.setdefault("reference_date", sent)  # relative dates in the body are read against it
         text, why = _body(message, warnings)
         shown = [f"{HEADERS[k]}: {headers[k]}" for k in ("from", "to", "date", "subject") if headers.get(k)]
         if text and shown:
@@ -57,6 +62,15 @@ def _headers(message: EmailMessage, warnings: Warnings) -> dict[str, str]:
             value = str(raw[name.lower()])
         found[field] = clean_text(value, warnings)
     return found
+
+
+def _sent_day(message: EmailMessage) -> str | None:
+    """The day of the Date header (ISO, in the sender's own time zone), or None if absent or bad."""
+    try:
+        when = email.utils.parsedate_to_datetime(str(message["Date"])) if message["Date"] else None
+    except (TypeError, ValueError, IndexError):
+        return None
+    return when.date().isoformat() if when else None
 
 
 def _body(message: EmailMessage, warnings: Warnings) -> tuple[str, str | None]:

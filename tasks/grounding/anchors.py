@@ -1,0 +1,39 @@
+"""A reference date that the text states as its own, for a record whose source gave none.
+
+"Sent on 2024-06-10: coffee yesterday" is anchored by its own first words, as is a forwarded mail's
+quoted `Date:` header, "Today is Friday 2024-03-22", "Hoy es 2024-05-10", "Heute ist der 3. Mai
+2024" or 今天是2024年6月3日. Only an absolute date (one that means the same day whatever day it is
+read on) right after such a phrase counts, and the evidence marks the anchor as the text's: a reader
+can see that "yesterday" was read against a line of the text, not against the record's metadata.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+from formwork.tasks.grounding.dates import WrittenDates, numeric_readings
+
+STATED = re.compile(
+    r"(?im)^[>\s]*(?:date|sent|datum|fecha|gesendet|envoyé|日期|日付|发送时间|送信日時)\s*[:：]\s*"  # headers
+    r"|\b(?:today is|today's date is|sent on|written on|dated|hoy es|heute ist|aujourd'hui(?: c'est)?|"
+    r"nous sommes le|oggi è|hoje é|vandaag is)\s*,?\s*"
+    r"|(?:今天是|今天|今日は)\s*[:：,，]?\s*"
+)
+NEAR = 24  # the date must start within this many characters after the phrase ("Friday 2024-03-22")
+
+
+def stated_reference(text: str) -> tuple[date, str] | None:
+    """The first absolute date the text states as the day it was written, and the anchor label
+    ("text: Sent on 2024-06-10"); None if the text states none."""
+    phrases = list(STATED.finditer(text))
+    if not phrases:
+        return None
+    dates = numeric_readings(text) + WrittenDates(text, None, None).readings()
+    for phrase in phrases:
+        after = [r for r in dates if 0 <= r.span[0] - phrase.end() <= NEAR]
+        if after:
+            first = min(after, key=lambda r: r.span[0])
+            line = text[phrase.start() : first.span[1]].strip()
+            return first.value, f"text: {line}"  # type: ignore[return-value]
+    return None
