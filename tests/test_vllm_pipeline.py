@@ -30,7 +30,7 @@ from formwork.db.session import session_factory
 from formwork.flows.batch_extract import batch_extract, source_label
 from formwork.schemas.registry import builtin_names, load_schema
 from formwork.tasks.engines.base import EngineError
-from formwork.tasks.grounding.confidence import chosen_paths
+from formwork.tasks.grounding.confidence import value_paths
 from formwork.tasks.settings import Settings
 from tests.vllm_fixture import VllmServer
 
@@ -192,7 +192,7 @@ def test_pipeline_through_the_server_stores_valid_json_for_every_builtin_schema(
         errors = [e.message for e in schema.validator.iter_errors(data)]
         assert not errors, f"{call.output!r}: {errors}"
 
-    # Every enum or boolean value the formatting pass chose is stored with its probability, from the
+    # Every value the formatting pass wrote is stored with its probability, from the
     # server's logprobs (vLLM masks before its log-softmax: tests/test_vllm_engine.py).
     weighed = 0
     for result in stored.results:
@@ -200,7 +200,7 @@ def test_pipeline_through_the_server_stores_valid_json_for_every_builtin_schema(
         if formatting.finish_reason != "stop":
             continue
         rows = {row["path"]: row for row in result.evidence or []}
-        for path, _ in chosen_paths(schema.checked_body, json.loads(formatting.output)):
+        for path, _ in value_paths(schema.checked_body, json.loads(formatting.output)):
             assert 0 < rows[path]["confidence"] <= 1, (path, rows.get(path))
             weighed += 1
     assert weighed or schema_name != "chat_tag", "chat_tag's emotion must have been weighed"
