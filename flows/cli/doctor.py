@@ -111,8 +111,8 @@ def _local_engine(settings: Settings) -> Check:
 
     from formwork.tasks.engines import open_engines
     from formwork.tasks.engines.base import Sampling
+    from formwork.tasks.engines.http_base import PROBE_SCHEMA
     from formwork.tasks.engines.local import bundled_model_path
-    from formwork.tasks.engines.vllm_server import PROBE_SCHEMA
 
     try:
         path = settings.local_model_path or bundled_model_path()
