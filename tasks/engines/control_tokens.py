@@ -74,6 +74,18 @@ def _atomic(post: Post, model: str, token: int, piece: str) -> bool:
     return all(token in _tokens(post, model, f"{glue}{piece}{glue}") for glue in _GLUES)
 
 
+# Strings that chat tokenizers read as control tokens even inside a message: ChatML and Llama 3
+# (`<|im_start|>`, `<|eot_id|>`), Llama 2 and Mistral (`<s>`, `[INST]`), Gemma and StarCoder-style
+# names (`<start_of_turn>`, `<file_sep>`, `<reponame>`).
+_CONTROL_LIKE = re.compile(r"<\|[^<>|\s]{1,40}\|>|</?s>|\[/?INST\]|<[a-z]+_[a-z_]+>|<(?:reponame|filename)>")
+
+
+def plain(content: str) -> str:
+    """`content` with every common control-token look-alike broken by an invisible word joiner after
+    its first character: the floor, before `check()` has read the served tokenizer's own tokens."""
+    return _CONTROL_LIKE.sub(lambda m: m[0][0] + WORD_JOINER + m[0][1:], content)
+
+
 def breaker(tokens: tuple[str, ...]) -> Callable[[str], str]:
     """A function that breaks every one of `tokens` in a text (a word joiner after the first character)."""
     if not tokens:

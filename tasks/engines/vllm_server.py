@@ -21,7 +21,6 @@ tokens (`control_tokens`), so that every one of them in a record's text is broke
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from formwork.tasks.engines.base import (
@@ -33,7 +32,7 @@ from formwork.tasks.engines.base import (
     RequestRejected,
     Sampling,
 )
-from formwork.tasks.engines.control_tokens import WORD_JOINER, breaker, served_control_tokens
+from formwork.tasks.engines.control_tokens import breaker, plain, served_control_tokens
 from formwork.tasks.engines.http_base import (
     PROBE_QUESTION,
     PROBE_SCHEMA,
@@ -49,16 +48,6 @@ FIX_HINT = "launch vLLM >= 0.10.2 with the xgrammar backend, as deploy/vllm/serv
 _NEUTRAL = {"top_k": -1, "min_p": 0.0, "presence_penalty": 0.0, "frequency_penalty": 0.0}
 _XGRAMMAR_FORMATS = {"email", "date", "time", "date-time", "duration", "ipv4", "ipv6", "hostname", "uuid"}
 _XGRAMMAR_FORMATS |= {"uri", "uri-reference", "uri-template", "json-pointer", "relative-json-pointer"}
-# Strings that chat tokenizers read as control tokens even inside a message: ChatML and Llama 3
-# (`<|im_start|>`, `<|eot_id|>`), Llama 2 and Mistral (`<s>`, `[INST]`), Gemma and StarCoder-style
-# names (`<start_of_turn>`, `<file_sep>`, `<reponame>`).
-_CONTROL_LIKE = re.compile(r"<\|[^<>|\s]{1,40}\|>|</?s>|\[/?INST\]|<[a-z]+_[a-z_]+>|<(?:reponame|filename)>")
-
-
-def plain(content: str) -> str:
-    """`content` with every common control-token look-alike broken by an invisible word joiner after
-    its first character: the floor, before `check()` has read the served tokenizer's own tokens."""
-    return _CONTROL_LIKE.sub(lambda m: m[0][0] + WORD_JOINER + m[0][1:], content)
 
 
 def _refused_here(node: dict[str, Any]) -> str | None:
