@@ -39,9 +39,9 @@ def main() -> None:
         elapsed = time.perf_counter() - started
         results[name] = rows
         ok = sum(r.status == "ok" for r in rows)
-        print(f"{name}: {len(rows) / elapsed:.3f} records/s, ok {ok}/{len(rows)}")  # noqa: T201
+        print(f"{name}: {len(rows) / elapsed:.3f} records/s, ok {ok}/{len(rows)}")
     same = sum(a.data == b.data for a, b in zip(*results.values(), strict=True))
-    print(f"identical JSON on {same}/{len(texts)} records")  # noqa: T201
+    print(f"identical JSON on {same}/{len(texts)} records")
 
 
 if __name__ == "__main__":

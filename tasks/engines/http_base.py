@@ -31,6 +31,7 @@ from formwork.tasks.engines.base import (
     FinishReason,
     JsonSchema,
     RequestRejected,
+    Sampling,
 )
 from formwork.tasks.redact import redact, register_secret
 
@@ -55,6 +56,15 @@ class ServerInfo:
     served: tuple[str, ...]
     dialect: str = "vllm"
     logprob_mode: str = "masked"  # masked | renormalised | none
+
+
+def refuse_ngram_ban(sampling: Sampling) -> None:
+    """No server has the embedded engine's n-gram ban: refuse it rather than silently drop it."""
+    if sampling.no_repeat_ngram_size > 0:
+        raise RequestRejected(
+            f"no_repeat_ngram_size={sampling.no_repeat_ngram_size}: a server has no n-gram ban",
+            hint="use the embedded engine for it, or set no_repeat_ngram_size=0",
+        )
 
 
 def probe_answer(text: str) -> object:

@@ -32,7 +32,13 @@ from formwork.tasks.engines.base import (
     Sampling,
 )
 from formwork.tasks.engines.control_tokens import plain
-from formwork.tasks.engines.http_base import PROBE_QUESTION, PROBE_SCHEMA, HttpEngine, ServerInfo
+from formwork.tasks.engines.http_base import (
+    PROBE_QUESTION,
+    PROBE_SCHEMA,
+    HttpEngine,
+    ServerInfo,
+    refuse_ngram_ban,
+)
 from formwork.tasks.engines.vllm_logprobs import TOP_LOGPROBS, masked_token_logprobs
 from formwork.tasks.redact import redact
 
@@ -80,11 +86,7 @@ class OpenAIServerEngine(HttpEngine):
     def complete(
         self, messages: list[Message], sampling: Sampling, schema: JsonSchema | None = None
     ) -> Completion:
-        if sampling.no_repeat_ngram_size > 0:
-            raise RequestRejected(
-                f"no_repeat_ngram_size={sampling.no_repeat_ngram_size}: no server has an n-gram ban",
-                hint="use the embedded engine for it, or set no_repeat_ngram_size=0",
-            )
+        refuse_ngram_ban(sampling)
         if schema is not None and self.dialect == "auto":
             raise RequestRejected("the server's dialect is not known yet", hint="run check() first")
         body: dict[str, Any] = {

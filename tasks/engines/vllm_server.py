@@ -39,6 +39,7 @@ from formwork.tasks.engines.http_base import (
     HttpEngine,
     ServerInfo,
     probe_answer,
+    refuse_ngram_ban,
 )
 from formwork.tasks.engines.vllm_logprobs import TOP_LOGPROBS, masked_token_logprobs
 from formwork.tasks.redact import redact
@@ -115,11 +116,7 @@ class VllmServerEngine(HttpEngine):
     def complete(
         self, messages: list[Message], sampling: Sampling, schema: JsonSchema | None = None
     ) -> Completion:
-        if sampling.no_repeat_ngram_size > 0:
-            raise RequestRejected(
-                f"no_repeat_ngram_size={sampling.no_repeat_ngram_size}: vLLM has no n-gram ban",
-                hint="use the embedded engine for it, or set no_repeat_ngram_size=0",
-            )
+        refuse_ngram_ban(sampling)
         body: dict[str, Any] = {
             "model": self._model(),
             "messages": [{**m, "content": self.plain(m["content"])} for m in messages],
