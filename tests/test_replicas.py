@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from formwork.tasks.engines import open_engines
-from formwork.tasks.engines.base import EngineUnavailable, Sampling
+from formwork.tasks.engines.base import EngineUnavailable, RequestRejected, Sampling
 from formwork.tasks.engines.replicas import ReplicaSet
 from formwork.tasks.engines.vllm_server import VllmServerEngine
 from formwork.tasks.settings import Settings
@@ -80,7 +80,7 @@ def test_a_replica_dying_mid_batch_costs_its_records_nothing() -> None:
         assert all(a.finish_reason == "stop" for a in answers)
         assert _servers_hit(dying)[0] <= 2  # tried once, then set aside for the cool-down
         healthy.mode = "500"
-        with pytest.raises(EngineUnavailable, match="every vLLM replica failed"):
+        with pytest.raises(EngineUnavailable, match="every replica failed"):
             replicas.complete(_record(9), Sampling(4))
         replicas.close()
 
@@ -104,3 +104,29 @@ def test_a_global_limit_bounds_requests_in_flight_across_runs(prefect_harness) -
             limit = client.read_global_concurrency_limit_by_name(limit_name(fake.base_url))
     assert limit.limit == 2 and _servers_hit(fake) == [1 + 6]  # the start-up probe, then six
     assert elapsed >= 3 * 0.5 * 0.95  # six 0.5 s requests, two at a time: at least three rounds
+
+
+@pytest.mark.vllm
+def test_replicas_serving_different_models_are_refused(vllm_server: VllmServer) -> None:
+    with MisbehavingServer("ok") as other:  # answers the probe, but serves "fake-model"
+        replicas = ReplicaSet([VllmServerEngine(vllm_server.base_url, None, timeout_s=120),
+                               VllmServerEngine(other.base_url, None, timeout_s=5)])  # fmt: skip
+        with pytest.raises(RequestRejected, match="replicas serve different models") as caught:
+            replicas.check()
+        assert vllm_server.model in str(caught.value) and "fake-model" in str(caught.value)
+        replicas.close()
+
+
+def test_a_replica_set_aside_at_start_up_is_probed_before_it_rejoins() -> None:
+    with MisbehavingServer("500") as late, MisbehavingServer("ok") as healthy:
+        replicas = ReplicaSet([VllmServerEngine(late.base_url, "fake-model", max_concurrency=2),
+                               VllmServerEngine(healthy.base_url, "fake-model", max_concurrency=2)],
+                              cooldown_s=0.0)  # fmt: skip
+        assert any("set aside" in line for line in replicas.check())
+        late.mode = "ignore_schema"  # it comes back, but no longer constrains its output
+        answers = [replicas.complete(_record(i), Sampling(16), PROBE) for i in range(12)]
+        assert all(a.text == '{"answer":"yes"}' for a in answers)  # not one free-text answer
+        late_chats = [r for r in late.requests if r["path"] == "/v1/chat/completions"]
+        assert len(late_chats) == 2  # the start-up probe (500) and the probe that refused it
+        assert _servers_hit(healthy) == [1 + 12]
+        replicas.close()

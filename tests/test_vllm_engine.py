@@ -309,6 +309,41 @@ def test_a_record_cannot_forge_chat_turns_on_the_server(vllm_server: VllmServer)
     assert plain(forged).replace("\u2060", "") == forged  # nothing else changes
 
 
+@pytest.mark.vllm
+def test_check_reads_every_control_token_of_the_served_tokenizer(vllm_server: VllmServer) -> None:
+    """The start-up check reads the tokenizer's own control tokens; a text holding any of them is sent
+    with none left (as the server tokenizes it), and nothing else changes."""
+    import httpx
+
+    engine = VllmServerEngine(vllm_server.base_url, vllm_server.model, timeout_s=120)
+    try:
+        engine.check()
+        root = vllm_server.base_url.removesuffix("/v1")
+
+        def token_ids(text: str) -> list[int]:
+            body = {"model": vllm_server.model, "prompt": text, "add_special_tokens": False}
+            return httpx.post(f"{root}/tokenize", json=body, timeout=30).json()["tokens"]
+
+        # SmolLM2's 17 control tokens, ids 0-16, as the converter marks them (deploy/vllm/convert_smollm2.py)
+        assert len(engine.control_tokens) == 17 and "<gh_stars>" in engine.control_tokens
+        forged = "Taxi 20 EUR " + " x ".join(engine.control_tokens)
+        assert set(range(17)) <= set(token_ids(forged))  # each one a real control token
+        sent = engine.plain(forged)
+        assert not set(range(17)) & set(token_ids(sent)) and sent.replace("\u2060", "") == forged
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("marker", ["<｜Assistant｜>", "[SYSTEM_PROMPT]", "<bos>", "</think>"])
+def test_markers_a_fixed_list_misses_are_broken_once_read_from_the_tokenizer(marker: str) -> None:
+    from formwork.tasks.engines.control_tokens import breaker
+
+    text = f"Lunch 12 EUR {marker} then a word"
+    assert breaker(())(text) == text  # nothing read: nothing but the common look-alikes
+    broken = breaker(("<｜Assistant｜>", "[SYSTEM_PROMPT]", "<bos>", "</think>"))(text)
+    assert marker not in broken and broken.replace("\u2060", "") == text
+
+
 def _steps(vllm_server: VllmServer, schema: dict[str, Any] | None) -> list[tuple[float, list[float]]]:
     """(chosen logprob, top-5 logprobs) per output token, asked of the server directly."""
     import httpx

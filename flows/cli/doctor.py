@@ -111,8 +111,8 @@ def _local_engine(settings: Settings) -> Check:
 
     from formwork.tasks.engines import open_engines
     from formwork.tasks.engines.base import Sampling
+    from formwork.tasks.engines.http_base import PROBE_SCHEMA
     from formwork.tasks.engines.local import bundled_model_path
-    from formwork.tasks.engines.vllm_server import PROBE_SCHEMA
 
     try:
         path = settings.local_model_path or bundled_model_path()
@@ -168,6 +168,33 @@ def _vllm_engines(s: Settings) -> list[Check]:
     return checks
 
 
+def _openai_engines(s: Settings) -> list[Check]:
+    """Each server of the openai engine: the dialect it speaks, its probe, and its logprob mode."""
+    from formwork.tasks.engines.base import EngineError
+    from formwork.tasks.engines.openai_server import OpenAIServerEngine
+
+    key = s.openai_api_key.get_secret_value() if s.openai_api_key else None
+    checks = []
+    for url in (u.strip() for u in s.openai_url.split(",") if u.strip()):
+        engine = OpenAIServerEngine(
+            url, s.openai_model, dialect=s.openai_dialect, api_key=key,
+            needs_logprobs=s.min_confidence > 0, timeout_s=min(s.vllm_timeout_s, 30.0),
+        )  # fmt: skip
+        name = f"engine openai ({redact(url)})"
+        try:
+            info = engine.check()
+        except EngineError as exc:
+            found = f"dialect {engine.dialect}: probe refused: {redact(exc.message)}"
+            fix = redact(exc.hint or "start the server or correct FORMWORK_OPENAI_URL")
+            checks.append(Check(name, "FAIL", found, fix))
+            continue
+        finally:
+            engine.close()
+        found = f"model {info.model}; dialect {info.dialect}; probe constrained; logprobs {info.logprob_mode}"
+        checks.append(Check(name, "ok", found))
+    return checks
+
+
 def _prefect() -> Check:
     """The API the flows report to: a server that answers /health, or the ephemeral one said plainly."""
     import httpx
@@ -195,8 +222,9 @@ def diagnose(db: str | None = None) -> list[Check]:
     first, settings = _settings(db)
     checks = [first]
     if settings is not None:
-        engines = [_local_engine(settings)] if settings.engine == "local" else _vllm_engines(settings)
-        checks += _database(settings.db_url) + engines
+        engines = {"local": lambda s: [_local_engine(s)], "vllm": _vllm_engines, "openai": _openai_engines}
+        checks += _database(settings.db_url) + engines[settings.engine](settings)
+        return [*checks, _prefect()]
     return [*checks, _prefect()]
 
 

@@ -29,6 +29,8 @@ def open_engines(settings: Settings) -> tuple[Engine, Engine]:
         path = str(settings.local_model_path) if settings.local_model_path else None
         engine = _local(path, settings.local_n_ctx, settings.local_threads, settings.local_slots)
         return engine, engine
+    if settings.engine == "openai":
+        return _openai(settings)
     from formwork.tasks.engines.vllm_server import VllmServerEngine
 
     def server(urls: str, model: str | None) -> Engine:
@@ -60,6 +62,24 @@ def open_engines(settings: Settings) -> tuple[Engine, Engine]:
         settings.vllm_format_url or settings.vllm_url, settings.vllm_format_model or settings.vllm_model
     )
     return reasoner, formatter
+
+
+def _openai(settings: Settings) -> tuple[Engine, Engine]:
+    """Any OpenAI-compatible server (or several, comma-separated) for both passes."""
+    from formwork.tasks.engines.openai_server import OpenAIServerEngine
+    from formwork.tasks.engines.replicas import ReplicaSet
+
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    engines = [
+        OpenAIServerEngine(
+            url.strip(), settings.openai_model, dialect=settings.openai_dialect,
+            needs_logprobs=settings.min_confidence > 0, max_concurrency=settings.vllm_max_concurrency,
+            timeout_s=settings.vllm_timeout_s, api_key=key,
+        )
+        for url in settings.openai_url.split(",") if url.strip()
+    ]  # fmt: skip
+    engine: Engine = engines[0] if len(engines) == 1 else ReplicaSet(list(engines))
+    return engine, engine
 
 
 def check_engines(*engines: Engine) -> list[str]:

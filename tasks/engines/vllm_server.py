@@ -14,69 +14,41 @@ Constrained calls ask for each token's log-probability (and its runner-up's), ke
 `Completion.token_logprobs` only when the reply shows they are the grammar-masked distribution
 (`vllm_logprobs`): the evidence behind enum and boolean confidences.
 
-Errors are mapped here (see `base.py`): refused connection, timeout, 408, 429, 5xx, a garbled reply
--> EngineUnavailable; other 4xx -> RequestRejected, naming the schema and the keyword xgrammar refuses.
+The transport, error mapping and redaction are `http_base.HttpEngine`'s; a 4xx is explained here,
+naming the schema and the keyword xgrammar refuses. `check()` also reads the served tokenizer's control
+tokens (`control_tokens`), so that every one of them in a record's text is broken before it is sent.
 """
 
 from __future__ import annotations
 
-import json
-import re
-import threading
-import time
-from dataclasses import dataclass
 from typing import Any
-
-import httpx
 
 from formwork.tasks.engines.base import (
     Completion,
     EngineError,
     EngineUnavailable,
-    FinishReason,
     JsonSchema,
     Message,
     RequestRejected,
     Sampling,
 )
+from formwork.tasks.engines.control_tokens import breaker, plain, served_control_tokens
+from formwork.tasks.engines.http_base import (
+    PROBE_QUESTION,
+    PROBE_SCHEMA,
+    HttpEngine,
+    ServerInfo,
+    probe_answer,
+    refuse_ngram_ban,
+)
 from formwork.tasks.engines.vllm_logprobs import TOP_LOGPROBS, masked_token_logprobs
-from formwork.tasks.redact import redact, register_secret
+from formwork.tasks.redact import redact
 
-PROBE_SCHEMA: JsonSchema = {
-    "title": "formwork_probe",
-    "type": "object",
-    "properties": {"answer": {"enum": ["yes", "no"]}},
-    "required": ["answer"],
-    "additionalProperties": False,
-}
 FIX_HINT = "launch vLLM >= 0.10.2 with the xgrammar backend, as deploy/vllm/serve_gpu.sh does"
-_FINISH: dict[str, FinishReason] = {"stop": "stop", "length": "length", "abort": "abort"}
 # Off switches for what `generation_config.json` could set (top_k -1 is "off" in old and new vLLM).
 _NEUTRAL = {"top_k": -1, "min_p": 0.0, "presence_penalty": 0.0, "frequency_penalty": 0.0}
 _XGRAMMAR_FORMATS = {"email", "date", "time", "date-time", "duration", "ipv4", "ipv6", "hostname", "uuid"}
 _XGRAMMAR_FORMATS |= {"uri", "uri-reference", "uri-template", "json-pointer", "relative-json-pointer"}
-# Strings that chat tokenizers read as control tokens even inside a message: ChatML and Llama 3
-# (`<|im_start|>`, `<|eot_id|>`), Llama 2 and Mistral (`<s>`, `[INST]`), Gemma and StarCoder-style
-# names (`<start_of_turn>`, `<file_sep>`, `<reponame>`).
-_CONTROL_LIKE = re.compile(r"<\|[^<>|\s]{1,40}\|>|</?s>|\[/?INST\]|<[a-z]+_[a-z_]+>|<(?:reponame|filename)>")
-WORD_JOINER = "\u2060"
-
-
-def plain(content: str) -> str:
-    """`content` with every control-token look-alike broken by an invisible word joiner after its first
-    character, so a record's text can never forge a chat turn: vLLM renders the chat template and its
-    tokenizer turns `<|im_start|>` into the real control token wherever it appears."""
-    return _CONTROL_LIKE.sub(lambda m: m[0][0] + WORD_JOINER + m[0][1:], content)
-
-
-@dataclass(frozen=True)
-class ServerInfo:
-    """What `check()` found, for the start-up log line."""
-
-    base_url: str
-    version: str
-    model: str
-    served: tuple[str, ...]
 
 
 def _refused_here(node: dict[str, Any]) -> str | None:
@@ -116,79 +88,15 @@ def unsupported_keywords(schema: Any, path: str = "$") -> list[str]:
     return hits
 
 
-class VllmServerEngine:
-    """One vLLM server (OpenAI API at `base_url`, ending in /v1), callable from many threads at once.
+class VllmServerEngine(HttpEngine):
+    """One vLLM server (OpenAI API at `base_url`, ending in /v1), callable from many threads at once."""
 
-    httpx.Client is thread-safe; its pool keeps `max_concurrency` keep-alive connections for the
-    threads to share. `timeout_s` bounds each wait on the server; a non-streamed completion sends
-    nothing until it is done, so the read timeout is the per-request limit.
-    """
+    kind = "vllm"
 
-    def __init__(
-        self,
-        base_url: str,
-        model: str | None = None,
-        *,
-        max_concurrency: int = 8,
-        timeout_s: float = 120.0,
-        api_key: str | None = None,
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.model = model or ""
-        self.max_concurrency = max_concurrency
-        self.timeout_s = timeout_s
-        self.context_window: int | None = None  # the server's max_model_len, read with the model list
-        self._lock = threading.Lock()
-        register_secret(api_key)
-        self._client = httpx.Client(
-            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
-            limits=httpx.Limits(max_connections=max_concurrency, max_keepalive_connections=max_concurrency),
-            headers={"Authorization": f"Bearer {api_key}"} if api_key else None,
-        )
-
-    def close(self) -> None:
-        self._client.close()
-
-    def _request(self, method: str, url: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-        """One HTTP call; every failure leaves here as an EngineError whose message holds no secret."""
-        try:
-            return self._send(method, url, body)
-        except EngineError as exc:
-            exc.message, exc.hint = redact(exc.message), redact(exc.hint)
-            raise
-
-    def _send(self, method: str, url: str, body: dict[str, Any] | None) -> dict[str, Any]:
-        try:
-            response = self._client.request(method, url, json=body)
-        except httpx.TimeoutException as exc:
-            raise EngineUnavailable(f"{url}: no answer in {self.timeout_s:g} s: {exc!r}") from exc
-        except httpx.HTTPError as exc:
-            raise EngineUnavailable(f"{url}: {exc!r}", hint="is the server running?") from exc
-        status = response.status_code
-        details: dict[str, Any] = {"status": status}
-        if status in (408, 429) or status >= 500:
-            raise EngineUnavailable(f"{url}: HTTP {status}: {response.text[:200]}", details=details)
-        if status >= 400:
-            said = _server_message(response)
-            raise RequestRejected(f"{url}: HTTP {status}: {said}", details={**details, "server": said})
-        try:
-            data = response.json()
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            raise EngineUnavailable(f"{url}: HTTP {status}, not a JSON object: {response.text[:200]}")
-        return data
-
-    def served_models(self) -> list[str]:
-        """The served model ids; remembers the chosen model's context length (vLLM's max_model_len)."""
-        entries = [e for e in self._request("GET", f"{self.base_url}/models").get("data") or []
-                   if isinstance(e, dict) and "id" in e]  # fmt: skip
-        for entry in entries:
-            if entry["id"] == (self.model or entries[0]["id"]) and isinstance(
-                entry.get("max_model_len"), int
-            ):
-                self.context_window = entry["max_model_len"]
-        return [str(e["id"]) for e in entries]
+    def __init__(self, base_url: str, model: str | None = None, **options: Any) -> None:
+        super().__init__(base_url, model, **options)
+        self.control_tokens: tuple[str, ...] = ()  # read from the served tokenizer by check()
+        self._break_served = breaker(())
 
     def count_tokens(self, text: str) -> int:
         """Tokens of `text` as plain text, by the server's own tokenizer (vLLM's /tokenize)."""
@@ -199,26 +107,19 @@ class VllmServerEngine:
             raise EngineUnavailable(f"{redact(root)}/tokenize answered without a token count")
         return count
 
-    def _model(self) -> str:
-        with self._lock:
-            if not self.model:
-                served = self.served_models()
-                if not served:
-                    raise EngineUnavailable(f"{redact(self.base_url)} serves no model yet")
-                self.model = served[0]
-            return self.model
+    def plain(self, content: str) -> str:
+        """`content` with the served tokenizer's control tokens (read by `check()`) and every common
+        look-alike broken, so a record's text can never forge a chat turn: vLLM renders the chat
+        template and its tokenizer turns `<|im_start|>` into the real control token wherever it is."""
+        return plain(self._break_served(content))
 
     def complete(
         self, messages: list[Message], sampling: Sampling, schema: JsonSchema | None = None
     ) -> Completion:
-        if sampling.no_repeat_ngram_size > 0:
-            raise RequestRejected(
-                f"no_repeat_ngram_size={sampling.no_repeat_ngram_size}: vLLM has no n-gram ban",
-                hint="use the embedded engine for it, or set no_repeat_ngram_size=0",
-            )
+        refuse_ngram_ban(sampling)
         body: dict[str, Any] = {
             "model": self._model(),
-            "messages": [{**m, "content": plain(m["content"])} for m in messages],
+            "messages": [{**m, "content": self.plain(m["content"])} for m in messages],
             "max_completion_tokens": sampling.max_tokens,
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
@@ -231,71 +132,45 @@ class VllmServerEngine:
         if schema is not None:
             body["structured_outputs"] = {"json": schema}  # a fresh dict per request, never shared
             body |= {"logprobs": True, "top_logprobs": TOP_LOGPROBS}  # for enum confidences
-        started = time.monotonic()
         try:
-            data = self._request("POST", f"{self.base_url}/chat/completions", body)
+            data, choice, duration = self._chat(body)
         except RequestRejected as exc:
             raise _explain_rejection(exc, schema) from None
-        duration = time.monotonic() - started
-        try:
-            choice, message = data["choices"][0], data["choices"][0]["message"]
-        except (KeyError, IndexError, TypeError):
-            raise EngineUnavailable(f"reply without choices: {json.dumps(data)[:300]}") from None
-        usage = data.get("usage") or {}
+        message = choice["message"]
         text = message.get("content") or message.get("reasoning") or ""  # thinking, cut short
-        return Completion(
-            text=text,
-            finish_reason=_FINISH.get(str(choice.get("finish_reason")), "error"),
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
-            duration_s=duration,
-            model=str(data.get("model") or self.model),
-            token_logprobs=masked_token_logprobs(choice.get("logprobs"), text) if schema is not None else (),
-        )
+        logprobs = masked_token_logprobs(choice.get("logprobs"), text) if schema is not None else ()
+        return self._completion(data, choice, duration, text, logprobs)
 
     def check(self) -> ServerInfo:
-        """Start-up check: the model is served, and the server really constrains output to a schema.
+        """Start-up check: the model is served, its control tokens are known, and the server really
+        constrains output to a schema.
 
         An old or misconfigured server answers the probe with free text, because unknown request
         fields are ignored, not refused; only a constrained answer can be both JSON and in the enum.
         """
-        served = self.served_models()
-        if self.model and self.model not in served:
-            raise RequestRejected(
-                f"{redact(self.base_url)} does not serve {self.model!r}; it serves {served}"
-            )
-        root = self.base_url.removesuffix("/v1")
+        served = self._served_checked()
         try:  # not part of the OpenAI API: another server may lack it, the probe still decides
-            version = str(self._request("GET", f"{root}/version").get("version", "unknown"))
+            version = str(self._request("GET", f"{self.root}/version").get("version", "unknown"))
         except RequestRejected:
             version = "unknown"
-        question = [{"role": "user", "content": "Is water wet? Say what you think in one sentence."}]
-        probe = self.complete(question, Sampling(max_tokens=16), PROBE_SCHEMA)
+        model = self._model()
         try:
-            answer = json.loads(probe.text).get("answer")
-        except (ValueError, AttributeError):
-            answer = None
-        if answer not in ("yes", "no"):
+            self.control_tokens = served_control_tokens(
+                lambda path, body: self._request("POST", f"{self.root}{path}", body), model
+            )
+        except RequestRejected:  # a server without /tokenize or /detokenize: the look-alikes remain
+            self.control_tokens = ()
+        self._break_served = breaker(self.control_tokens)
+        probe = self.complete(PROBE_QUESTION, Sampling(max_tokens=16), PROBE_SCHEMA)
+        if probe_answer(probe.text) not in ("yes", "no"):
             raise RequestRejected(
-                f"{redact(root)} (vLLM {version}) ignores structured outputs: "
+                f"{redact(self.root)} (vLLM {version}) ignores structured outputs: "
                 f"enum probe got {probe.text[:120]!r}",
                 hint=FIX_HINT,
             )
         return ServerInfo(
             base_url=redact(self.base_url), version=version, model=self.model, served=tuple(served)
         )
-
-
-def _server_message(response: httpx.Response) -> str:
-    """vLLM's error text: `{"error": {"message": ...}}` now, `{"message": ...}` in older releases."""
-    try:
-        data = response.json()
-    except ValueError:
-        return response.text[:300]
-    if not isinstance(data, dict):
-        return str(data)
-    error = data.get("error")
-    return str(error.get("message", error) if isinstance(error, dict) else data.get("message", data))
 
 
 def _explain_rejection(exc: RequestRejected, schema: JsonSchema | None) -> EngineError:

@@ -1,0 +1,172 @@
+"""The `openai` engine: any OpenAI-compatible chat-completions server, trusted only after a probe.
+
+Servers agree on `/v1/chat/completions` and disagree on how a request says "constrain to this schema",
+and several accept a form they then ignore, answering free text with HTTP 200. The dialect names the
+form (`DIALECTS`); `auto` reads what the server says about itself at the start-up check and picks one,
+or refuses, naming the dialects. Whatever the dialect, `check()` sends an enum-constrained probe whose
+question invites a sentence, and refuses a server whose answer is not inside the enum (fail closed).
+
+Logprobs: vLLM reports them after the grammar mask, llama.cpp and llama-cpp-python before it (raw
+scores: the "`" a free answer would start with, not the "{" the grammar forced). Only a reply whose
+forced steps show probability 1 (`vllm_logprobs.masked_token_logprobs`) becomes
+`Completion.token_logprobs`; any other reply carries none, so no confidence is claimed from it and a
+field under a confidence bound fails closed. `check()` reports the mode it saw (`masked` or `none`)
+and refuses a server without masked logprobs when the run has a confidence bound.
+
+Transport, retries' error mapping, the API key and redaction are `http_base.HttpEngine`'s.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+
+from formwork.tasks.engines.base import (
+    Completion,
+    EngineUnavailable,
+    JsonSchema,
+    Message,
+    RequestRejected,
+    Sampling,
+)
+from formwork.tasks.engines.control_tokens import plain
+from formwork.tasks.engines.http_base import (
+    PROBE_QUESTION,
+    PROBE_SCHEMA,
+    HttpEngine,
+    ServerInfo,
+    refuse_ngram_ban,
+)
+from formwork.tasks.engines.vllm_logprobs import TOP_LOGPROBS, masked_token_logprobs
+from formwork.tasks.redact import redact
+
+DIALECTS = ("json_schema", "json_object+schema", "llama-server", "ollama")
+# Why each dialect's form, and the trap its probe guards against (docs/production.md has the sources).
+_FIX = {
+    "json_schema": "OpenAI's response_format json_schema (vLLM, SGLang); an old server ignores it",
+    "json_object+schema": "llama-cpp-python's response_format json_object with a schema",
+    "llama-server": "llama-server's top-level json_schema field (its response_format "
+    '{"type":"json_schema","schema":...} is read as an empty schema)',
+    "ollama": "Ollama's format field (ignored for MLX models and with thinking off)",
+}
+
+
+def schema_fields(dialect: str, schema: JsonSchema) -> dict[str, Any]:
+    """The request fields that carry `schema` in `dialect`: a fresh dict per request, never shared."""
+    if dialect == "json_schema":
+        wrapped = {"name": str(schema.get("title") or "schema"), "strict": True, "schema": schema}
+        return {"response_format": {"type": "json_schema", "json_schema": wrapped}}
+    if dialect == "json_object+schema":
+        return {"response_format": {"type": "json_object", "schema": schema}}
+    if dialect == "llama-server":
+        return {"json_schema": schema}
+    if dialect == "ollama":
+        return {"format": schema}
+    raise ValueError(f"unknown dialect {dialect!r}; one of {', '.join(DIALECTS)} or auto")
+
+
+class OpenAIServerEngine(HttpEngine):
+    """One OpenAI-compatible server at `base_url` (ending in /v1) speaking `dialect`."""
+
+    kind = "openai"
+
+    def __init__(
+        self, base_url: str, model: str | None = None, *, dialect: str = "auto",
+        needs_logprobs: bool = False, **options: Any,
+    ) -> None:  # fmt: skip
+        if dialect != "auto":
+            schema_fields(dialect, {})  # an unknown dialect fails here, before any request
+        super().__init__(base_url, model, **options)
+        self.dialect = dialect
+        self.needs_logprobs = needs_logprobs
+        self.logprob_mode = "unknown"  # masked | none, once check() has seen the probe's reply
+
+    def complete(
+        self, messages: list[Message], sampling: Sampling, schema: JsonSchema | None = None
+    ) -> Completion:
+        refuse_ngram_ban(sampling)
+        if schema is not None and self.dialect == "auto":
+            raise RequestRejected("the server's dialect is not known yet", hint="run check() first")
+        body: dict[str, Any] = {
+            "model": self._model(),
+            "messages": [{**m, "content": plain(m["content"])} for m in messages],
+            "max_tokens": sampling.max_tokens,
+            "temperature": sampling.temperature,
+            "top_p": sampling.top_p,
+            **self._penalties(sampling),
+        }
+        if sampling.seed is not None:
+            body["seed"] = sampling.seed
+        if schema is not None:
+            body |= schema_fields(self.dialect, schema)
+            body |= {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
+        try:
+            data, choice, duration = self._chat(body)
+        except EngineUnavailable as exc:
+            if "validation error" not in exc.message:
+                raise
+            # llama-cpp-python answers a request it cannot read with HTTP 500, not 4xx: no retry helps
+            raise RequestRejected(f"{exc.message} (dialect {self.dialect!r})", hint=exc.hint,
+                                  details=exc.details) from None  # fmt: skip
+        text = choice["message"].get("content") or ""
+        logprobs = masked_token_logprobs(choice.get("logprobs"), text) if schema is not None else ()
+        return self._completion(data, choice, duration, text, logprobs)
+
+    def _penalties(self, sampling: Sampling) -> dict[str, Any]:
+        """Neutral penalties in the server's own words: llama.cpp defaults to repeat_penalty 1.1, which
+        silently forbids the repeated `"` and `,` a schema needs."""
+        if self.dialect in ("json_object+schema", "llama-server"):
+            return {"repeat_penalty": sampling.repetition_penalty, "top_k": max(sampling.top_k, 0)}
+        if self.dialect == "json_schema":  # vLLM and SGLang both read these
+            return {"repetition_penalty": sampling.repetition_penalty, "top_k": sampling.top_k or -1}
+        return {"frequency_penalty": 0.0, "presence_penalty": 0.0}
+
+    def _say(self, path: str) -> dict[str, Any] | None:
+        """A GET on the server's root that may not exist: its JSON, or None."""
+        try:
+            return self._request("GET", f"{self.root}{path}")
+        except RequestRejected:
+            return None
+
+    def _detect(self) -> str:
+        """`auto`: the dialect from what the server says about itself, or a refusal naming them all."""
+        title = str(((self._say("/openapi.json") or {}).get("info") or {}).get("title", ""))
+        if "llama.cpp python" in title.lower():
+            return "json_object+schema"
+        if self._say("/props") is not None:  # llama-server's own endpoint
+            return "llama-server"
+        if self._say("/api/version") is not None:  # Ollama's
+            return "ollama"
+        if self._say("/version") is not None or self._say("/get_server_info") is not None:  # vLLM, SGLang
+            return "json_schema"
+        raise RequestRejected(
+            f"{redact(self.root)}: cannot tell which server this is (openapi title {title!r})",
+            hint=f"set the dialect to one of {', '.join(DIALECTS)}",
+        )
+
+    def check(self) -> ServerInfo:
+        """Start-up check: the model is served, the dialect's schema really constrains the output, and
+        logprobs are the masked distribution when a confidence bound needs them."""
+        served = self._served_checked()
+        self._model()
+        if self.dialect == "auto":
+            self.dialect = self._detect()
+        probe = self.complete(PROBE_QUESTION, Sampling(max_tokens=24), PROBE_SCHEMA)
+        try:
+            jsonschema.validate(json.loads(probe.text), PROBE_SCHEMA)
+        except (ValueError, jsonschema.ValidationError):
+            raise RequestRejected(
+                f"{redact(self.root)} ignores the schema in dialect {self.dialect!r}: the enum probe "
+                f"got {probe.text[:120]!r} (HTTP 200, so nothing else would have noticed)",
+                hint=f"this dialect is {_FIX[self.dialect]}; pick the one the server speaks",
+            ) from None
+        self.logprob_mode = "masked" if probe.token_logprobs else "none"
+        if self.needs_logprobs and self.logprob_mode != "masked":
+            raise RequestRejected(
+                f"{redact(self.root)} reports no grammar-masked logprobs; a confidence bound needs them",
+                hint="llama.cpp servers report them before the grammar: set min_confidence 0, or use vLLM",
+            )
+        return ServerInfo(redact(self.base_url), "unknown", self.model, tuple(served), self.dialect,
+                          self.logprob_mode)  # fmt: skip
