@@ -8,7 +8,7 @@ modes, with no cycle between them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from formwork.tasks.engines.base import Completion, Engine, EngineError, Message, Sampling
 from formwork.tasks.prompts import prompt_hash
@@ -53,6 +53,14 @@ class ExtractOptions:
             allow_chat_in_constrained=settings.allow_chat_in_constrained,
             reference_date_field=settings.reference_date_field,
         )
+
+    def judging(self) -> dict[str, Any]:
+        """The options `judge` reads, as its keyword arguments: every mode judges by the same bounds."""
+        return {
+            "min_confidence": self.min_confidence,
+            "choice_confidence": self.choice_confidence,
+            "reference_field": self.reference_date_field,
+        }
 
 
 @dataclass

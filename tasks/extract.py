@@ -90,16 +90,7 @@ def extract_record(
                 preset(options.preset, format_budget_now), allow_chat=options.allow_chat_in_constrained
             )
             shaped = call(formatter, "formatting", messages, shaping, grammar)
-            verdict = judge(
-                schema,
-                text,
-                notes,
-                shaped,
-                meta=meta,
-                min_confidence=options.min_confidence,
-                choice_confidence=options.choice_confidence,
-                reference_field=options.reference_date_field,
-            )
+            verdict = judge(schema, text, notes, shaped, meta=meta, **options.judging())
             if RANK[verdict.status] >= RANK[outcome.verdict.status]:
                 outcome.verdict = verdict
                 outcome.reasoning_finish = notes.finish_reason

@@ -118,16 +118,7 @@ def extract_single_pass(
             done = call(engine, "formatting", messages, chosen, constraint)
             answer, step = _as_answer(done, mode)
             outcome.calls[-1].parse_step = step
-            verdict = judge(
-                schema,
-                text,
-                no_reasoning,
-                answer,
-                meta=meta,
-                min_confidence=options.min_confidence,
-                choice_confidence=options.choice_confidence,
-                reference_field=options.reference_date_field,
-            )
+            verdict = judge(schema, text, no_reasoning, answer, meta=meta, **options.judging())
             if RANK[verdict.status] >= RANK[outcome.verdict.status]:
                 outcome.verdict, outcome.formatting_finish = verdict, done.finish_reason
             if verdict.status == "ok":
