@@ -170,16 +170,12 @@ def _vllm_engines(s: Settings) -> list[Check]:
 
 def _openai_engines(s: Settings) -> list[Check]:
     """Each server of the openai engine: the dialect it speaks, its probe, and its logprob mode."""
+    from formwork.tasks.engines import open_openai_server, openai_urls
     from formwork.tasks.engines.base import EngineError
-    from formwork.tasks.engines.openai_server import OpenAIServerEngine
 
-    key = s.openai_api_key.get_secret_value() if s.openai_api_key else None
     checks = []
-    for url in (u.strip() for u in s.openai_url.split(",") if u.strip()):
-        engine = OpenAIServerEngine(
-            url, s.openai_model, dialect=s.openai_dialect, api_key=key,
-            needs_logprobs=s.min_confidence > 0, timeout_s=min(s.vllm_timeout_s, 30.0),
-        )  # fmt: skip
+    for url in openai_urls(s):
+        engine = open_openai_server(s, url, timeout_s=min(s.vllm_timeout_s, 30.0))
         name = f"engine openai ({redact(url)})"
         try:
             info = engine.check()

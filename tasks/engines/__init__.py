@@ -11,9 +11,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from formwork.tasks.engines.base import Engine
 from formwork.tasks.settings import Settings
+
+if TYPE_CHECKING:
+    from formwork.tasks.engines.openai_server import OpenAIServerEngine
 
 
 @cache
@@ -64,20 +68,32 @@ def open_engines(settings: Settings) -> tuple[Engine, Engine]:
     return reasoner, formatter
 
 
-def _openai(settings: Settings) -> tuple[Engine, Engine]:
-    """Any OpenAI-compatible server (or several, comma-separated) for both passes."""
+def open_openai_server(settings: Settings, url: str, timeout_s: float | None = None) -> OpenAIServerEngine:
+    """One OpenAI-compatible server as the settings describe it: what a run opens and doctor checks.
+
+    Its API key is registered as a secret, so that no message or stored error shows it."""
     from formwork.tasks.engines.openai_server import OpenAIServerEngine
-    from formwork.tasks.engines.replicas import ReplicaSet
+    from formwork.tasks.redact import register_secret
 
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-    engines = [
-        OpenAIServerEngine(
-            url.strip(), settings.openai_model, dialect=settings.openai_dialect,
-            needs_logprobs=settings.min_confidence > 0, max_concurrency=settings.vllm_max_concurrency,
-            timeout_s=settings.vllm_timeout_s, api_key=key,
-        )
-        for url in settings.openai_url.split(",") if url.strip()
-    ]  # fmt: skip
+    register_secret(key)
+    return OpenAIServerEngine(
+        url.strip(), settings.openai_model, dialect=settings.openai_dialect,
+        needs_logprobs=settings.min_confidence > 0, max_concurrency=settings.vllm_max_concurrency,
+        timeout_s=timeout_s or settings.vllm_timeout_s, api_key=key,
+    )  # fmt: skip
+
+
+def openai_urls(settings: Settings) -> list[str]:
+    """The openai engine's servers: one URL, or several comma-separated replicas."""
+    return [url.strip() for url in settings.openai_url.split(",") if url.strip()]
+
+
+def _openai(settings: Settings) -> tuple[Engine, Engine]:
+    """Any OpenAI-compatible server (or several, comma-separated) for both passes."""
+    from formwork.tasks.engines.replicas import ReplicaSet
+
+    engines = [open_openai_server(settings, url) for url in openai_urls(settings)]
     engine: Engine = engines[0] if len(engines) == 1 else ReplicaSet(list(engines))
     return engine, engine
 
