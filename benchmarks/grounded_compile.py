@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from formwork.schemas.registry import load_schema
+from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.engines import open_engines
-from formwork.tasks.extract import formatting_grammar
 from formwork.tasks.settings import Settings
 
 GOLD = Path(__file__).parent.parent / "examples" / "gold"
@@ -47,7 +47,7 @@ def main() -> None:
             seconds, sizes = [], []
             for text in texts(name, length, args.per_length):
                 started = time.perf_counter()
-                body = formatting_grammar(schema, text, None, grounded=True)
+                body = ExtractOptions(grounded_decoding=True).formatting_grammar(schema, text, None)
                 grammars.matcher(body)
                 seconds.append(time.perf_counter() - started)
                 sizes.append(sum(len(n.get("enum", [])) for n in body["properties"].values()))

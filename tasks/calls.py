@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from formwork.tasks.engines.base import Completion, Engine, EngineError, Message, Sampling
+from formwork.schemas.registry import Schema
+from formwork.tasks.engines.base import Completion, Engine, EngineError, JsonSchema, Message, Sampling
+from formwork.tasks.grounding.candidates import grounded_body
 from formwork.tasks.prompts import prompt_hash
 from formwork.tasks.settings import Settings
-from formwork.tasks.validate import Verdict
+from formwork.tasks.validate import Verdict, reference_date
 
 PassName = Literal["reasoning", "formatting"]
 RANK = {"ok": 2, "partial": 1, "failed": 0}
@@ -61,6 +63,15 @@ class ExtractOptions:
             "choice_confidence": self.choice_confidence,
             "reference_field": self.reference_date_field,
         }
+
+    def formatting_grammar(self, schema: Schema, text: str, meta: dict[str, Any] | None) -> JsonSchema:
+        """The schema the call that writes the JSON decodes under, in every mode: the record's own under
+        grounded decoding (each `quote`/`value` field an enum of what its text backs, read against the
+        same reference date the judge reads, `tasks.grounding.candidates`), else the schema's. The
+        root's `x-grounded-decoding` overrides the setting."""
+        if not schema.body.get("x-grounded-decoding", self.grounded_decoding):
+            return schema.grammar_body
+        return grounded_body(schema.grammar_body, text, reference_date(meta, self.reference_date_field))
 
 
 @dataclass

@@ -21,13 +21,12 @@ from typing import Any
 from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import Schema
 from formwork.tasks.calls import BUDGET_CAP, RANK, Caller, ExtractOptions, Outcome
-from formwork.tasks.engines.base import Completion, Engine, EngineError, JsonSchema, Sampling
+from formwork.tasks.engines.base import Completion, Engine, EngineError, Sampling
 from formwork.tasks.fit import fit_source
-from formwork.tasks.grounding.candidates import grounded_body
 from formwork.tasks.modes import extract_single_pass
 from formwork.tasks.presets import guard, preset
 from formwork.tasks.prompts import formatting_messages, reasoning_messages
-from formwork.tasks.validate import Verdict, judge, reference_date
+from formwork.tasks.validate import Verdict, judge
 
 logger = logging.getLogger(__name__)
 
@@ -35,15 +34,6 @@ logger = logging.getLogger(__name__)
 def looping(text: str, window: int = 32) -> bool:
     """True when the text ends in a run it already wrote twice: more budget would buy more of it."""
     return len(text) >= 3 * window and text.count(text[-window:]) >= 3
-
-
-def formatting_grammar(schema: Schema, text: str, meta: dict[str, Any] | None, grounded: bool) -> JsonSchema:
-    """The schema the formatting pass decodes under: the record's own under grounded decoding (each
-    `quote`/`value` field an enum of what its text backs, `tasks.grounding.candidates`), else the
-    schema's. The root's `x-grounded-decoding` overrides the setting."""
-    if not schema.body.get("x-grounded-decoding", grounded):
-        return schema.grammar_body
-    return grounded_body(schema.grammar_body, text, reference_date(meta))
 
 
 def extract_record(
@@ -73,7 +63,7 @@ def extract_record(
     try:
         fitted = fit_source(text, schema, (reasoner, formatter), reasoning_budget, format_budget_now)
         text, cap, cut = fitted.text, fitted.reasoning_cap or BUDGET_CAP, fitted.cut
-        grammar = formatting_grammar(schema, text, meta, options.grounded_decoding)
+        grammar = options.formatting_grammar(schema, text, meta)
         for attempt in range(1, options.max_attempts + 1):
             outcome.attempts = attempt
             if redo_reasoning:

@@ -100,9 +100,8 @@ def extract_single_pass(
     if mode not in MODES[1:]:
         raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     body = with_reasoning_field(schema.grammar_body) if mode == "one-pass-reasoning" else schema.grammar_body
-    constraint = None if mode == "prompt-json" else body
     free_budget = options.reasoning_max_tokens  # no grammar: the answer may come wrapped in prose
-    budget = options.format_max_tokens or (free_budget if constraint is None else format_budget(body))
+    budget = options.format_max_tokens or (free_budget if mode == "prompt-json" else format_budget(body))
     base = sampling or preset(options.preset, budget)
     outcome = outcome or Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     call = Caller(outcome)
@@ -110,6 +109,9 @@ def extract_single_pass(
     try:
         text = fit_source(text, schema, (engine,), free_budget, budget).text
         messages = single_pass_messages(schema, text, mode)
+        constraint = None if mode == "prompt-json" else options.formatting_grammar(schema, text, meta)
+        if mode == "one-pass-reasoning" and constraint is not None:
+            constraint = with_reasoning_field(constraint)
         for attempt in range(1, options.max_attempts + 1):
             outcome.attempts = attempt
             chosen = replace(base, max_tokens=budget, seed=attempt if base.temperature > 0 else base.seed)
