@@ -53,11 +53,25 @@ def test_a_line_inserted_above_id_less_lines_makes_no_new_record(write_jsonl, db
     assert second[1:] == first and second[0] not in first
 
 
+def test_a_row_inserted_above_id_less_csv_rows_moves_no_key(tmp_path) -> None:
+    """The CSV form of issue 20 point 10: rows without an id were keyed by row number."""
+    path = tmp_path / "in.csv"
+    rows = ["Taxi 20 EUR", "Lunch 12 USD", "Taxi 20 EUR"]
+    path.write_text("id,text\n" + "".join(f",{r}\n" for r in rows))
+    before = list(read_records(path))
+    path.write_text("text\nHotel 300 GBP\n" + "".join(f"{r}\n" for r in rows))  # no id column at all
+    after = list(read_records(path))
+    assert [r.key for r in after[1:]] == [r.key for r in before] and after[0].key not in [
+        r.key for r in before
+    ]
+    assert [r.meta["row"] for r in after] == [2, 3, 4, 5] and before[1].text == "Lunch 12 USD"
+
+
 def test_csv_rows_with_colliding_ids_each_give_a_record(tmp_path) -> None:
     path = tmp_path / "in.csv"
     path.write_text("id,text\n7,Taxi 20 EUR\n7,Lunch 12 USD\n,Hotel 300 GBP\n8,Bus 2 EUR\n")
     records = list(read_records(path))
-    assert [r.key for r in records] == ["7", "row-3", "row-4", "8"]
+    assert [r.key for r in records] == ["7", "row-3", content_key("Hotel 300 GBP"), "8"]
     assert records[1].problem == "row 3: id '7' collides with row 2"
     assert [r.problem for r in records if r.key != "row-3"] == [None, None, None]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TextIO
 
 from formwork.tasks.sources.jsonl import refuse_wide_encodings
-from formwork.tasks.sources.keys import KeyBook
+from formwork.tasks.sources.keys import KeyBook, content_key
 from formwork.tasks.sources.records import InputRecord, SourceProblem, Warnings, decode, finished
 
 FIELD_LIMIT = 64 * 1024 * 1024  # characters in one cell; the csv module's default is 128 KiB
@@ -132,9 +132,14 @@ def _record(row: Row, names: list[str], book: KeyBook) -> InputRecord:
         line = _as_text("".join(row.lines).rstrip("\r\n"), warnings)
         return finished(InputRecord(key, line, {}, problem), where, warnings)
     cells = dict(zip(names, fields, strict=True))
-    key, problem = book.claim(cells.get("id") or None, fallback, where)  # the raw id: a NUL is a problem
     text = _as_text(cells["text"], warnings)
-    meta = {name: _as_text(cell, warnings) for name, cell in cells.items() if name not in ("id", "text")}
+    meta: dict[str, object] = {
+        name: _as_text(cell, warnings) for name, cell in cells.items() if name not in ("id", "text")
+    }
+    if not cells.get("id"):  # no id: keyed by its text (a row inserted above moves no key), its place kept
+        fallback = content_key(text)
+        meta.setdefault("row", row.start)
+    key, problem = book.claim(cells.get("id") or None, fallback, where)  # the raw id: a NUL is a problem
     if len(row.lines) > 1:  # legitimate (a quoted cell with line breaks) or a stray quote closed later
         warnings.add(f"the row runs over lines {row.start}-{row.start + len(row.lines) - 1}")
     return finished(InputRecord(key, text, meta, problem), where, warnings)

@@ -4,7 +4,8 @@ A key is what the operator matches results back with, so the input's own id is u
 be. When it cannot, the record still gets a key and says why in its `problem` (stored as a `failed`
 result), so nothing is merged or dropped in silence:
 
-- no id at all: a hash of the text (`content_key`), the line number kept in the record's meta;
+- no id at all (a JSONL line without one, a CSV row with an empty or no id column): a hash of the
+  text (`content_key`), the line or row number kept in the record's meta;
 - an id already used by an earlier line: the later line is keyed by its position (`line-9`) and says
   which line had the id first (keeping the first is what makes rereading the same file stable);
 - an id no database column holds (a lone surrogate, a NUL, more than 200 characters): a safe key made
