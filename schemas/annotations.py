@@ -45,14 +45,25 @@ def rule_for(node: dict[str, Any], inherited: Rule | None = None) -> Rule:
 
 
 def grounding_problems(body: dict[str, Any]) -> list[str]:
-    """Lint the `x-grounding` and `x-min-confidence` annotations of a schema; one message per problem."""
+    """Lint the `x-grounding`, `x-min-confidence`, `x-base-form` and `x-grounded-decoding` annotations
+    of a schema; one message per problem. An annotation that cannot apply where it stands is a problem,
+    not a no-op: the user wrote it expecting an effect."""
     problems: list[str] = []
 
-    def visit(node: Any, path: str) -> None:
+    def visit(node: Any, path: str, inherited: Rule | None = None) -> None:
         if not isinstance(node, dict):
             return
         types, declared = value_types(node), node.get("x-grounding")
         where = path or "(root)"
+        passed: Rule | None = "none" if declared == "none" else inherited
+        if "x-base-form" in node and (
+            not isinstance(node["x-base-form"], bool)
+            or "string" not in types
+            or rule_for(node, inherited) != "quote"
+        ):
+            problems.append(f"{where}: x-base-form is true or false, on a string grounded by quote")
+        if "x-grounded-decoding" in node and (path or not isinstance(node["x-grounded-decoding"], bool)):
+            problems.append(f"{where}: x-grounded-decoding is true or false, at the schema's root only")
         if declared is not None and declared not in RULES:
             problems.append(f"{where}: x-grounding must be one of quote, value, none (got {declared!r})")
         elif declared in ("quote", "value"):
@@ -79,9 +90,9 @@ def grounding_problems(body: dict[str, Any]) -> list[str]:
             elif types & {"object", "array"}:
                 problems.append(f"{where}: x-min-confidence applies to values, not to an object or array")
         for key, child in (node.get("properties") or {}).items():
-            visit(child, f"{path}.{key}" if path else key)
+            visit(child, f"{path}.{key}" if path else key, passed)
         if isinstance(node.get("items"), dict):
-            visit(node["items"], f"{path}[]")
+            visit(node["items"], f"{path}[]", passed)
 
     visit(body, "")
     return problems

@@ -218,11 +218,30 @@ def test_grounding_problems_lint_the_annotations() -> None:
             "fine": {"type": "string", "x-grounding": "none"},
             "per_model": {"enum": ["a"], "x-min-confidence": {"m1": 0.5, "*": 0.9}},
             "bad_model": {"enum": ["a"], "x-min-confidence": {"m1": 0.5, "*": "high"}},
+            "item": {"type": "string", "x-base-form": True},  # a quote string: fits
+            "count": {"type": "integer", "x-base-form": True},
+            "label": {"type": "string", "x-grounding": "none", "x-base-form": True},
+            "inner": {"type": "object", "x-grounding": "none", "x-grounded-decoding": True,
+                      "properties": {"sub": {"type": "string", "x-base-form": True}}},
         },
-    }
+        "x-grounded-decoding": True,
+    }  # fmt: skip
     problems = grounding_problems(body)
-    assert len(problems) == 8, problems
-    for field in ("paid", "kind", "n", "who", "tags", "mood", "lines", "bad_model"):
+    assert len(problems) == 12, problems
+    assert sum(p.startswith("inner:") for p in problems) == 1, problems  # its x-grounded-decoding
+    for field in (
+        "paid",
+        "kind",
+        "n",
+        "who",
+        "tags",
+        "mood",
+        "lines",
+        "bad_model",
+        "count",
+        "label",
+        "inner.sub",
+    ):
         assert any(p.startswith(f"{field}:") for p in problems), field
     for name in ("expense", "contact", "shopping_list", "chat_tag"):
         assert grounding_problems(load_schema(name).body) == []
