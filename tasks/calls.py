@@ -71,7 +71,8 @@ class ExtractOptions:
         root's `x-grounded-decoding` overrides the setting."""
         if not schema.body.get("x-grounded-decoding", self.grounded_decoding):
             return schema.grammar_body
-        return grounded_body(schema.grammar_body, text, reference_date(meta, self.reference_date_field))
+        reference = reference_date(meta, self.reference_date_field)
+        return grounded_body(schema.grammar_body, text, reference, annotated=schema.checked_body)
 
 
 @dataclass

@@ -78,3 +78,29 @@ def test_nested_line_items_get_their_own_candidates() -> None:
     text = "2 x Coffee 3.50\nTOTAL 7.00"
     body = grounded_body(receipt, text)
     assert body != receipt and "7" in str(body) and "3.5" in str(body)
+
+
+def test_a_field_marked_x_grounding_none_keeps_its_node_in_the_schemas_own_body() -> None:
+    """The grammar body drops `x-` keys, so the rules must come from the checked body: shopping_list's
+    quantity (`none`, "1 when no number is given") would otherwise be narrowed to the text's numbers."""
+    from formwork.tasks.calls import ExtractOptions
+
+    schema = load_schema("shopping_list")
+    grammar = ExtractOptions(grounded_decoding=True).formatting_grammar(schema, "buy 2 eggs and milk", None)
+    item = grammar["properties"]["items"]["items"]["properties"]
+    assert "enum" not in item["quantity"] and item["quantity"]["minimum"] == 1
+    assert "enum" in item["name"] and "enum" in grammar["properties"]["store"]
+
+
+def test_a_base_form_field_is_offered_the_base_form_the_checker_accepts() -> None:
+    """x-base-form: the text's "eggs" backs "egg"; a grammar without "egg" would forbid the right answer."""
+    schema = load_schema("shopping_list")
+    text = "2 Eier und Milch, then 3 eggs"
+    names = grounded_body(schema.grammar_body, text, annotated=schema.checked_body)
+    offered = names["properties"]["items"]["items"]["properties"]["name"]["enum"]
+    assert {"egg", "Ei", "eggs", "Eier"} <= set(offered), offered
+    plain = grounded_body(schema.grammar_body, text)  # without the annotations: no base forms
+    assert "egg" not in plain["properties"]["items"]["items"]["properties"]["name"]["enum"]
+    data = {"items": [{"name": "egg", "quantity": 3}, {"name": "Ei", "quantity": 2}], "store": None}
+    backed = {e.path: e.grounded for e in ground(schema.checked_body, data, text)}
+    assert backed["items[0].name"] and backed["items[1].name"]

@@ -26,6 +26,7 @@ from typing import Any
 import regex
 
 from formwork.schemas.annotations import Rule, rule_for, value_types
+from formwork.tasks.grounding.evidence import LEMMA_LANGUAGES
 from formwork.tasks.grounding.values import ValueFinder
 
 MAX_WORDS = 8
@@ -60,8 +61,25 @@ def quote_spans(text: str, max_length: int) -> list[str]:
     return list(found)
 
 
-def _candidates(node: dict[str, Any], rule: Rule, finder: ValueFinder) -> list[Any] | None:
-    """The values `node` may take under grounded decoding; None: the field keeps its own node."""
+def base_forms(span: str) -> list[str]:
+    """`span` with every word in its base form, in each language the checker lemmatises: a field that
+    asks for the base form ("x-base-form": the item, singular) is backed by the text's "eggs", so its
+    candidates must offer "egg" too, or the grammar forbids the answer the checker wants."""
+    import simplemma
+
+    def in_base_form(span: str, lang: str) -> str:
+        words = regex.split(r"(\w+)", span)
+        bases = [simplemma.lemmatize(w, lang=lang) if i % 2 else w for i, w in enumerate(words)]
+        return "".join(b if b.lower() != w.lower() else w for b, w in zip(bases, words, strict=True))
+
+    return [in_base_form(span, lang) for lang in LEMMA_LANGUAGES]
+
+
+def _candidates(
+    node: dict[str, Any], annotated: dict[str, Any], rule: Rule, finder: ValueFinder
+) -> list[Any] | None:
+    """The values `node` may take under grounded decoding; None: the field keeps its own node.
+    `annotated` is the same field in the checked body, which keeps the `x-` annotations."""
     types = value_types(node)
     if rule == "value" and types & {"number", "integer"}:
         values = [_number(r.value) for r in finder.number_readings() if isinstance(r.value, Decimal)]
@@ -71,33 +89,44 @@ def _candidates(node: dict[str, Any], rule: Rule, finder: ValueFinder) -> list[A
         values = [r.value.isoformat() for r in finder.date_readings() if isinstance(r.value, date)]
     elif rule == "quote" and types == {"string"} and "format" not in node and "pattern" not in node:
         values = quote_spans(finder.text, int(node.get("maxLength", 200)))
+        if annotated.get("x-base-form") is True:
+            values = [form for span in values for form in (span, *base_forms(span))]
     else:
         return None
     values = list(dict.fromkeys(values))[: MAX_QUOTES if rule == "quote" else MAX_VALUES]
     return [*values, None] if "null" in (node.get("type") or []) else values
 
 
-def grounded_body(body: dict[str, Any], text: str, reference: date | None = None) -> dict[str, Any]:
-    """`body` with every `quote` or `value` field (at any depth) replaced by an enum of its candidates."""
+def grounded_body(
+    body: dict[str, Any], text: str, reference: date | None = None, annotated: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """`body` (a grammar body) with every `quote` or `value` field, at any depth, replaced by an enum of
+    its candidates. The rules are read from `annotated`, the checked body the judge grounds with: the
+    grammar body has lost its `x-` annotations, so a field marked `x-grounding: none` would otherwise be
+    narrowed to what its text holds (a quantity that is 1 "when no number is given" could not be 1)."""
     finder = ValueFinder(text, reference)
 
-    def visit(node: Any, inherited: Rule | None) -> Any:
+    def visit(node: Any, twin: Any, inherited: Rule | None) -> Any:
         if not isinstance(node, dict):
             return node
-        rule = rule_for(node, inherited)
-        passed: Rule | None = "none" if node.get("x-grounding") == "none" else inherited
+        twin = twin if isinstance(twin, dict) else node
+        rule = rule_for(twin, inherited)
+        passed: Rule | None = "none" if twin.get("x-grounding") == "none" else inherited
         if "properties" in node or "items" in node:
             copy = dict(node)
             if "properties" in node:
-                copy["properties"] = {k: visit(v, passed) for k, v in node["properties"].items()}
+                twins = twin.get("properties") or {}
+                copy["properties"] = {
+                    k: visit(v, twins.get(k), passed) for k, v in node["properties"].items()
+                }
             if isinstance(node.get("items"), dict):
-                copy["items"] = visit(node["items"], passed)
+                copy["items"] = visit(node["items"], twin.get("items"), passed)
             return copy
-        values = _candidates(node, rule, finder)
+        values = _candidates(node, twin, rule, finder)
         if values is None:
             return node
         if not [v for v in values if v is not None]:
             return {"type": "null"} if None in values else node  # nothing to choose: only null, or as is
         return {"enum": values}
 
-    return visit(body, None)
+    return visit(body, annotated, None)
