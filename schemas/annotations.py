@@ -44,8 +44,23 @@ def rule_for(node: dict[str, Any], inherited: Rule | None = None) -> Rule:
     return inherited or default_rule(node)
 
 
+def _aliases_fit(node: dict[str, Any]) -> bool:
+    declared, labels = node["x-aliases"], node.get("enum")
+    if (
+        not isinstance(declared, dict)
+        or not isinstance(labels, list)
+        or node.get("x-grounding") in ("quote", "value")
+    ):
+        return False
+    return all(
+        label in labels and isinstance(terms, list) and all(isinstance(t, str) and t.strip() for t in terms)
+        for label, terms in declared.items()
+    )
+
+
 def grounding_problems(body: dict[str, Any]) -> list[str]:
-    """Lint the `x-grounding`, `x-min-confidence`, `x-base-form` and `x-grounded-decoding` annotations
+    """Lint the `x-grounding`, `x-min-confidence`, `x-base-form`, `x-aliases` and `x-grounded-decoding`
+    annotations
     of a schema; one message per problem. An annotation that cannot apply where it stands is a problem,
     not a no-op: the user wrote it expecting an effect."""
     problems: list[str] = []
@@ -62,6 +77,11 @@ def grounding_problems(body: dict[str, Any]) -> list[str]:
             or rule_for(node, inherited) != "quote"
         ):
             problems.append(f"{where}: x-base-form is true or false, on a string grounded by quote")
+        if "x-aliases" in node and not _aliases_fit(node):
+            problems.append(
+                f"{where}: x-aliases maps labels of this field's enum to lists of non-empty strings "
+                '(e.g. {"EUR": ["€", "euro"]})'
+            )
         if "x-grounded-decoding" in node and (path or not isinstance(node["x-grounded-decoding"], bool)):
             problems.append(f"{where}: x-grounded-decoding is true or false, at the schema's root only")
         if declared is not None and declared not in RULES:

@@ -168,8 +168,10 @@ def _evidence_errors(
         return _ungrounded(schema, proof)
 
     errors = [(path, why(e)) for e in evidence if not e.grounded and fresh(path := parse_path(e.path))]
+    written = {e.path for e in evidence if e.spans}  # an aliased enum's label the text writes is read
     for text, node in value_paths(schema.checked_body, data):
-        default = bounds[1] if chosen(node) and bounds[1] is not None else bounds[0]
+        choice = chosen(node) and text not in written
+        default = bounds[1] if choice and bounds[1] is not None else bounds[0]
         least, path = min_confidence(node, default, formatting.model), parse_path(text)
         if least <= 0 or not fresh(path):
             continue

@@ -221,13 +221,16 @@ def test_grounding_problems_lint_the_annotations() -> None:
             "item": {"type": "string", "x-base-form": True},  # a quote string: fits
             "count": {"type": "integer", "x-base-form": True},
             "label": {"type": "string", "x-grounding": "none", "x-base-form": True},
+            "money": {"enum": ["EUR", "USD"], "x-aliases": {"EUR": ["€"], "usd": ["$"]}},  # no such label
+            "cash": {"type": "string", "x-aliases": {"EUR": ["€"]}},  # not an enum
+            "coin": {"enum": ["EUR"], "x-aliases": {"EUR": ["€"]}},  # fits
             "inner": {"type": "object", "x-grounding": "none", "x-grounded-decoding": True,
                       "properties": {"sub": {"type": "string", "x-base-form": True}}},
         },
         "x-grounded-decoding": True,
     }  # fmt: skip
     problems = grounding_problems(body)
-    assert len(problems) == 12, problems
+    assert len(problems) == 14, problems
     assert sum(p.startswith("inner:") for p in problems) == 1, problems  # its x-grounded-decoding
     for field in (
         "paid",
@@ -270,7 +273,8 @@ def test_grounded_values_are_ok_with_evidence_per_value() -> None:
     assert by_path["amount"]["quote"] == "42.80" and by_path["amount"]["kind"] == "normalised"
     assert by_path["date"]["quote"] == "14.03.2024"
     assert SOURCE[slice(*by_path["who"]["spans"][0])] == "Maria"
-    assert by_path["currency"]["kind"] == "none" and by_path["currency"]["grounded"]
+    assert by_path["currency"]["quote"] == "$" and by_path["currency"]["grounded"]  # x-aliases: read
+    assert by_path["category"]["kind"] == "none" and by_path["category"]["grounded"]  # a choice
     assert "project" not in by_path  # null values need no evidence
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import regex
 
 from formwork.schemas.annotations import Rule, rule_for, value_types
+from formwork.tasks.grounding.aliases import written_labels
 from formwork.tasks.grounding.evidence import LEMMA_LANGUAGES
 from formwork.tasks.grounding.values import ValueFinder
 
@@ -91,10 +92,13 @@ def _candidates(
         values = quote_spans(finder.text, int(node.get("maxLength", 200)))
         if annotated.get("x-base-form") is True:
             values = [form for span in values for form in (span, *base_forms(span))]
+    elif rule == "none" and (written := written_labels(annotated, finder.text)):
+        values = list(written)  # an aliased enum: only the labels the text writes (tasks.grounding.aliases)
     else:
         return None
     values = list(dict.fromkeys(values))[: MAX_QUOTES if rule == "quote" else MAX_VALUES]
-    return [*values, None] if "null" in (node.get("type") or []) else values
+    nullable = "null" in (node.get("type") or []) or None in node.get("enum", [])
+    return [*values, None] if nullable else values
 
 
 def grounded_body(

@@ -27,6 +27,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from formwork.schemas.annotations import Rule, rule_for
+from formwork.tasks.grounding.aliases import written_labels
 from formwork.tasks.grounding.anchors import stated_reference
 from formwork.tasks.grounding.values import ValueFinder
 
@@ -258,6 +259,9 @@ def _check(source: Source, node: dict[str, Any], value: Any, path: str, rule: Ru
     if isinstance(value, str) and not value.strip() and rule != "none":
         return Evidence(path, value, rule, "none")  # a blank string is no value: never backed
     if rule == "none":
+        written = written_labels(node, source.text).get(value)  # an aliased enum's label the text writes
+        if written:
+            return Evidence(path, value, rule, "exact", written, source.text[slice(*written[0])], 100.0, True)
         return Evidence(path, value, rule, "none", grounded=True, score=100.0)
     if rule == "value":
         is_value, match = _value_match(source, node, value)

@@ -1,0 +1,59 @@
+"""The enum labels a text writes: an enum with `x-aliases` is read from the text where it can be.
+
+A currency is an enum, but "€310" states EUR as plainly as "310 EUR" does: choosing it is reading,
+not judging. `x-aliases` maps labels to the ways a text writes them (`{"EUR": ["€", "euro",
+"euros"]}`); the label itself always counts. A label the text writes is then a value like any other:
+it has spans as evidence, grounded decoding offers only the written labels (the model picks among
+"€" and "$" only when the text holds both), and its confidence is held to the values' bound, not to
+the bound of an uncalibrated choice. A label the text does not write stays a choice, as before.
+
+Matching is exact and case-blind. A term that begins or ends with a Latin letter must not touch
+another Latin letter there ("USD" is not read in "USDT"; "12USD" still writes it); symbols and CJK
+terms ("$", "元") match anywhere. A match inside a longer match of another label does not count:
+"C$ 12" writes CAD, not the USD of its "$".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import regex
+
+Spans = tuple[tuple[int, int], ...]
+MAX_SPANS = 8
+
+
+def _pattern(term: str) -> regex.Pattern[str]:
+    head = r"(?<!\p{Latin})" if regex.match(r"\p{Latin}", term) else ""
+    tail = r"(?!\p{Latin})" if regex.search(r"\p{Latin}$", term) else ""
+    return regex.compile(head + regex.escape(term) + tail, regex.IGNORECASE)
+
+
+def aliases(node: dict[str, Any]) -> dict[Any, list[str]] | None:
+    """Each label of `node`'s enum with every way of writing it, or None when it declares no aliases."""
+    declared = node.get("x-aliases")
+    if not isinstance(declared, dict) or "enum" not in node:
+        return None
+    terms = {}
+    for label in node["enum"]:
+        written = declared.get(label, []) if isinstance(label, str) else []
+        terms[label] = [t for t in ([label] if isinstance(label, str) else []) + list(written) if t]
+    return terms
+
+
+def written_labels(node: dict[str, Any], text: str) -> dict[Any, Spans]:
+    """The labels of an aliased enum that `text` writes, each with its spans ({} without aliases)."""
+    terms = aliases(node)
+    if not terms:
+        return {}
+    found = [
+        (m.start(), m.end(), label)
+        for label, ts in terms.items()
+        for t in ts
+        for m in _pattern(t).finditer(text)
+    ]
+    kept: dict[Any, list[tuple[int, int]]] = {}
+    for start, end, label in found:
+        if not any(s <= start and end <= e and e - s > end - start and o != label for s, e, o in found):
+            kept.setdefault(label, []).append((start, end))
+    return {label: tuple(sorted(set(spans)))[:MAX_SPANS] for label, spans in kept.items()}
