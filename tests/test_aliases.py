@@ -24,6 +24,7 @@ CURRENCY = EXPENSE.checked_body["properties"]["currency"]
         ("480元，项目：星河", {"CNY"}),
         ("ホテル代 １万８千円", {"JPY"}),
         ("USDT 5 for gas", set()),  # a label inside a longer word is not written
+        ("Almoço R$ 87,50", set()),  # Brazil's real: its "$" is not a dollar
         ("Bus ticket, 39 SEK", set()),  # "other" is a choice: nothing writes it
     ],
 )

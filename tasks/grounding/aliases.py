@@ -7,10 +7,10 @@ it has spans as evidence, grounded decoding offers only the written labels (the 
 "€" and "$" only when the text holds both), and its confidence is held to the values' bound, not to
 the bound of an uncalibrated choice. A label the text does not write stays a choice, as before.
 
-Matching is exact and case-blind. A term that begins or ends with a Latin letter must not touch
-another Latin letter there ("USD" is not read in "USDT"; "12USD" still writes it); symbols and CJK
-terms ("$", "元") match anywhere. A match inside a longer match of another label does not count:
-"C$ 12" writes CAD, not the USD of its "$".
+Matching is exact and case-blind, and a term must not touch a Latin letter on either side: "USD" is
+not read in "USDT", nor "$" in "R$" (a real, which no label here names), while "12USD" and "480元"
+still write theirs. A match inside a longer match of another label does not count: "C$ 12" writes
+CAD, not the USD of its "$".
 """
 
 from __future__ import annotations
@@ -24,9 +24,7 @@ MAX_SPANS = 8
 
 
 def _pattern(term: str) -> regex.Pattern[str]:
-    head = r"(?<!\p{Latin})" if regex.match(r"\p{Latin}", term) else ""
-    tail = r"(?!\p{Latin})" if regex.search(r"\p{Latin}$", term) else ""
-    return regex.compile(head + regex.escape(term) + tail, regex.IGNORECASE)
+    return regex.compile(r"(?<!\p{Latin})" + regex.escape(term) + r"(?!\p{Latin})", regex.IGNORECASE)
 
 
 def aliases(node: dict[str, Any]) -> dict[Any, list[str]] | None:
