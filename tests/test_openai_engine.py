@@ -20,6 +20,7 @@ import pytest
 from formwork.db.models import Calibration, Run
 from formwork.db.session import session_factory
 from formwork.flows.api import extract
+from formwork.flows.review import ReviewItem, render_review
 from formwork.flows.runner import new_context
 from formwork.schemas.registry import load_schema
 from formwork.tasks.engines import open_openai_server
@@ -176,6 +177,11 @@ def test_a_full_extraction_run_through_the_llama_cpp_python_server(llama_server:
     assert rows[0].evidence and all(e["engine"] == "openai:json_object+schema" for e in rows[0].evidence)
     for entry in rows[0].evidence:  # a confidence says what it is; a value without one says none
         assert entry["logprob_mode"] == ("renormalised" if "confidence" in entry else "none")
+    row = rows[0]
+    item = ReviewItem("r1", row.text, row.status, row.data, row.errors, row.nulled, row.reasoning_finish,
+                      row.formatting_finish, row.evidence)  # fmt: skip
+    page = render_review([item], "t")
+    assert page.count("openai:json_object+schema)") == len(row.evidence)  # beside every value's p
 
 
 @pytest.mark.vllm
