@@ -101,7 +101,7 @@ def batch_extract(
         if sql
         else read_records(source, follow_symlinks=follow_symlinks)
     )
-    with checked_engines(settings) as engines:
+    with checked_engines(settings, chosen) as engines:
         sessions = session_factory(settings.db_url)
         label = source_label(source, sql)
         with sessions() as session:

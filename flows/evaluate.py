@@ -30,6 +30,7 @@ from formwork.db.session import session_factory
 from formwork.db.store import store_records
 from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
 from formwork.schemas.registry import Schema, load_checked_schema
+from formwork.tasks.engines import engine_kind
 from formwork.tasks.evaluation.calibration import TARGET, Point, choose, curve, least_confidence, recommended
 from formwork.tasks.evaluation.gold import GoldRecord, load_gold
 from formwork.tasks.evaluation.scoring import OUTCOMES, score_record, summarise
@@ -162,7 +163,7 @@ def evaluate(
     golds = load_gold(gold, chosen, limit)
     sessions = session_factory(db_url or settings.db_url)
     batch, reports = uuid.uuid4().hex[:12], {}
-    with checked_engines(settings) as engines:
+    with checked_engines(settings, chosen) as engines:
         for mode in modes:
             source = f"eval:{Path(gold).resolve()}#{mode}"
             with sessions() as session:
@@ -180,8 +181,8 @@ def evaluate(
                 points = report.pop("points")
                 if calibrate:
                     report["calibrated"] = _calibrate(
-                        session, chosen, engines[1].model, settings.engine, mode, context.run_id, golds,
-                        points, target,
+                        session, chosen, engines[1].model, engine_kind(settings, engines[1]), mode,
+                        context.run_id, golds, points, target,
                     )  # fmt: skip
                 report["warning"] = run_warning(settings.preset, settings.allow_chat_in_constrained)
                 row = EvalRun(batch=batch, run_id=context.run_id, gold_source=str(Path(gold).resolve()),

@@ -120,6 +120,8 @@ def _evidence_list(item: ReviewItem) -> str:
         grounded = bool(row.get("grounded"))
         value = html.escape(json.dumps(row.get("value"), ensure_ascii=False))
         extra = f", p={row['confidence']:.2f}" if row.get("confidence") is not None else ""
+        if row.get("engine"):  # what the probability is: masked, renormalised, or none at all
+            extra += html.escape(f" ({row.get('logprob_mode')}, {row['engine']})")
         rows.append(
             f'<li class="{"ok" if grounded else "bad"}">{"✓" if grounded else "✗"} '
             f"{html.escape(row['path'])} = {value}: {html.escape(str(row.get('kind')))} "

@@ -33,7 +33,7 @@ from formwork.flows.chunk import RunContext, process_chunk
 from formwork.flows.prefect_env import quiet_and_redacted
 from formwork.schemas.registry import Schema
 from formwork.tasks.calls import ExtractOptions
-from formwork.tasks.engines import check_engines, engines_for
+from formwork.tasks.engines import check_engines, engine_kind, engines_for
 from formwork.tasks.engines.base import Engine
 from formwork.tasks.presets import run_warning
 from formwork.tasks.settings import Settings
@@ -43,9 +43,10 @@ quiet_and_redacted()  # deployments import the flows without the CLI
 
 
 @contextmanager
-def checked_engines(settings: Settings) -> Iterator[tuple[Engine, Engine]]:
-    """Open the engines and run their start-up checks (a server that ignores schemas is refused)."""
-    with engines_for(settings) as (reasoner, formatter):
+def checked_engines(settings: Settings, schema: Schema | None = None) -> Iterator[tuple[Engine, Engine]]:
+    """Open the engines and run their start-up checks (a server that ignores schemas is refused, and one
+    without logprobs when `schema` or the settings hold a value to a confidence bound)."""
+    with engines_for(settings, schema.checked_body if schema else None) as (reasoner, formatter):
         for found in check_engines(reasoner, formatter):
             get_run_logger().info("engine ready: %s", found)
         yield reasoner, formatter
@@ -66,11 +67,12 @@ def new_context(
     reasoner, formatter = engines
     timeout = timedelta(seconds=settings.run_lease_s)
     options = ExtractOptions.from_settings(settings)
+    kind = engine_kind(settings, formatter)  # openai:<dialect>: never an embedded or vLLM calibration
     with sessions() as session:
         crashed = mark_crashed(session, timeout)
         applied = None
         if settings.calibration:
-            bounds = bounds_for(session, schema, formatter.model, settings.engine, settings.min_confidence)
+            bounds = bounds_for(session, schema, formatter.model, kind, settings.min_confidence)
             options = replace(options, min_confidence=bounds.values, choice_confidence=bounds.choices)
             applied = bounds.applied
         run_id = start_run(
@@ -78,7 +80,7 @@ def new_context(
             schema,
             flow=flow,
             source=source,
-            engine=settings.engine,
+            engine=kind,
             reasoning_model=reasoner.model,
             formatting_model=formatter.model,
             confidence=applied,

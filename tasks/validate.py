@@ -31,6 +31,7 @@ from formwork.tasks.grounding.confidence import chosen, field_confidences, min_c
 from formwork.tasks.grounding.copies import copies
 from formwork.tasks.grounding.evidence import Evidence, ground
 from formwork.tasks.grounding.prewritten import prewritten
+from formwork.tasks.grounding.renormalise import logprob_mode, renormalised
 
 Status = Literal["ok", "partial", "failed"]
 PATH_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
@@ -150,8 +151,12 @@ def _evidence_errors(
     reference = reference_date(meta, reference_field)
     anchor = f"meta {reference_field}" if reference else None
     evidence = ground(schema.checked_body, data, source, reference, anchor=anchor)
+    formatting = renormalised(formatting, data)  # a server's logprobs from before its mask, if any
     confidences = field_confidences(schema.checked_body, data, formatting)
-    evidence = [replace(e, confidence=confidences.get(e.path)) for e in evidence]
+    mode = logprob_mode(formatting)
+    evidence = [replace(e, confidence=confidences.get(e.path), engine=formatting.engine,
+                        logprob_mode=mode if e.path in confidences else "none")
+                for e in evidence]  # fmt: skip
 
     copied = {copy.path: original for copy, original in copies(evidence)}
     pasted = prewritten(evidence, source)

@@ -1,9 +1,9 @@
 """A tiny OpenAI-style HTTP server on 127.0.0.1 that fails on cue: the faults no real vLLM shows on demand.
 
 It sits beside the real-server tests, never instead of them: a 500, a 429, a reply slower than the
-client's timeout, a 400 in vLLM's words, a garbled body, or a chat completion that ignores the schema
-(what an old vLLM does with a `structured_outputs` field it does not know). Every request is recorded
-so a test can also pin what the engine sent.
+client's timeout, a 400 in vLLM's words, a garbled body, a chat completion that ignores the schema
+(what an old vLLM does with a `structured_outputs` field it does not know), or one without logprobs.
+Every request is recorded so a test can also pin what the engine sent.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-MODES = ("ok", "500", "429", "sleep", "ignore_schema", "reject_400", "not_json")
+MODES = ("ok", "500", "429", "sleep", "ignore_schema", "reject_400", "not_json", "no_logprobs")
 
 
 class MisbehavingServer:
@@ -73,7 +73,7 @@ class MisbehavingServer:
                         "index": 0,
                         "message": {"role": "assistant", "content": content},
                         "finish_reason": self.finish_reason,
-                        "logprobs": _sure_of(content),
+                        "logprobs": None if self.mode == "no_logprobs" else _sure_of(content),
                     }
                 ],
                 "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},

@@ -97,6 +97,6 @@ def test_doctor_shows_each_openai_servers_dialect_probe_and_logprob_mode(llama_s
     served, gone = [c for c in diagnose("sqlite:///:memory:") if c.name.startswith("engine openai")]
     assert (
         served.state == "ok"
-        and "dialect json_object+schema; probe constrained; logprobs none" in served.found
+        and "dialect json_object+schema; probe constrained; logprobs renormalised" in served.found
     )
     assert gone.state == "FAIL" and "probe refused" in gone.found and "is the server running" in gone.fix

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from formwork.tasks.engines.base import Engine
 from formwork.tasks.settings import Settings
@@ -27,14 +27,15 @@ def _local(model_path: str | None, n_ctx: int, threads: int | None, slots: int) 
     return LocalEngine(Path(model_path) if model_path else None, n_ctx=n_ctx, n_threads=threads, slots=slots)
 
 
-def open_engines(settings: Settings) -> tuple[Engine, Engine]:
-    """(reasoner, formatter) for these settings; the same engine object when one model does both."""
+def open_engines(settings: Settings, schema_body: dict[str, Any] | None = None) -> tuple[Engine, Engine]:
+    """(reasoner, formatter) for these settings; the same engine object when one model does both.
+    `schema_body`, the run's schema, says whether its fields hold values to a confidence bound."""
     if settings.engine == "local":
         path = str(settings.local_model_path) if settings.local_model_path else None
         engine = _local(path, settings.local_n_ctx, settings.local_threads, settings.local_slots)
         return engine, engine
     if settings.engine == "openai":
-        return _openai(settings)
+        return _openai(settings, schema_body)
     from formwork.tasks.engines.vllm_server import VllmServerEngine
 
     def server(urls: str, model: str | None) -> Engine:
@@ -68,7 +69,27 @@ def open_engines(settings: Settings) -> tuple[Engine, Engine]:
     return reasoner, formatter
 
 
-def open_openai_server(settings: Settings, url: str, timeout_s: float | None = None) -> OpenAIServerEngine:
+def needs_logprobs(settings: Settings, schema_body: dict[str, Any] | None = None) -> bool:
+    """Whether any value of the run is held to a confidence bound: a calibration (or its conservative
+    default, which bounds every value), `min_confidence`, or a field's `x-min-confidence`."""
+    return settings.calibration or settings.min_confidence > 0 or _bounded(schema_body)
+
+
+def _bounded(node: Any) -> bool:
+    if isinstance(node, list):
+        return any(map(_bounded, node))
+    if not isinstance(node, dict):
+        return False
+    bound = node.get("x-min-confidence")
+    bounds = bound.values() if isinstance(bound, dict) else [bound]
+    if any(isinstance(b, int | float) and not isinstance(b, bool) and b > 0 for b in bounds):
+        return True
+    return any(_bounded(v) for k, v in node.items() if k != "x-min-confidence")
+
+
+def open_openai_server(
+    settings: Settings, url: str, timeout_s: float | None = None, schema_body: dict[str, Any] | None = None
+) -> OpenAIServerEngine:
     """One OpenAI-compatible server as the settings describe it: what a run opens and doctor checks.
 
     Its API key is registered as a secret, so that no message or stored error shows it."""
@@ -79,7 +100,7 @@ def open_openai_server(settings: Settings, url: str, timeout_s: float | None = N
     register_secret(key)
     return OpenAIServerEngine(
         url.strip(), settings.openai_model, dialect=settings.openai_dialect,
-        needs_logprobs=settings.min_confidence > 0, max_concurrency=settings.vllm_max_concurrency,
+        needs_logprobs=needs_logprobs(settings, schema_body), max_concurrency=settings.vllm_max_concurrency,
         timeout_s=timeout_s or settings.vllm_timeout_s, api_key=key,
     )  # fmt: skip
 
@@ -89,13 +110,21 @@ def openai_urls(settings: Settings) -> list[str]:
     return [url.strip() for url in settings.openai_url.split(",") if url.strip()]
 
 
-def _openai(settings: Settings) -> tuple[Engine, Engine]:
+def _openai(settings: Settings, schema_body: dict[str, Any] | None) -> tuple[Engine, Engine]:
     """Any OpenAI-compatible server (or several, comma-separated) for both passes."""
     from formwork.tasks.engines.replicas import ReplicaSet
 
-    engines = [open_openai_server(settings, url) for url in openai_urls(settings)]
+    engines = [open_openai_server(settings, url, schema_body=schema_body) for url in openai_urls(settings)]
     engine: Engine = engines[0] if len(engines) == 1 else ReplicaSet(list(engines))
     return engine, engine
+
+
+def engine_kind(settings: Settings, formatter: Engine) -> str:
+    """The formatter's engine kind (`openai:<dialect>` once checked; `local`, `vllm`): what a run, its
+    confidences and its calibrations are recorded and matched under. Replicas share theirs."""
+    members = getattr(formatter, "replicas", [formatter])
+    kinds = {str(getattr(member, "engine_kind", settings.engine)) for member in members}
+    return kinds.pop() if len(kinds) == 1 else settings.engine
 
 
 def check_engines(*engines: Engine) -> list[str]:
@@ -109,9 +138,11 @@ def check_engines(*engines: Engine) -> list[str]:
 
 
 @contextmanager
-def engines_for(settings: Settings) -> Iterator[tuple[Engine, Engine]]:
+def engines_for(
+    settings: Settings, schema_body: dict[str, Any] | None = None
+) -> Iterator[tuple[Engine, Engine]]:
     """Open the run's engines and close the server ones at the end (the embedded model stays loaded)."""
-    reasoner, formatter = open_engines(settings)
+    reasoner, formatter = open_engines(settings, schema_body)
     try:
         yield reasoner, formatter
     finally:

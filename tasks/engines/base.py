@@ -23,6 +23,18 @@ from typing import Any, Literal, Protocol, runtime_checkable
 FinishReason = Literal["stop", "length", "abort", "error"]
 Message = dict[str, str]
 JsonSchema = dict[str, Any]
+LogprobMode = Literal["masked", "renormalised", "none"]
+TopStep = tuple[str, float, tuple[tuple[str, float], ...]]  # token text, logprob, the server's top list
+
+
+@dataclass(frozen=True)
+class PreMask:
+    """Logprobs a server reported before its grammar mask (llama.cpp's and llama-cpp-python's), with
+    the schema its grammar was built from: what `tasks.grounding.renormalise` needs to renormalise over
+    the values that schema allows. The top lists keep the server's order, which shows its collisions."""
+
+    steps: tuple[TopStep, ...]
+    schema: JsonSchema
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,8 @@ class Completion:
     # Constrained calls on the embedded engine: each output token's text and its log-probability
     # under the grammar-masked distribution at temperature 1 (the pieces join to `text`).
     token_logprobs: tuple[tuple[str, float], ...] = ()
+    engine: str = "local"  # the engine kind: local, vllm, openai:<dialect>; stored beside confidences
+    pre_mask: PreMask | None = None  # a server whose logprobs come before the mask: renormalised later
 
 
 @dataclass

@@ -30,6 +30,7 @@ from formwork.tasks.engines.base import (
     EngineUnavailable,
     FinishReason,
     JsonSchema,
+    PreMask,
     RequestRejected,
     Sampling,
 )
@@ -102,6 +103,11 @@ class HttpEngine:
             limits=httpx.Limits(max_connections=max_concurrency, max_keepalive_connections=max_concurrency),
             headers={"Authorization": f"Bearer {api_key}"} if api_key else None,
         )
+
+    @property
+    def engine_kind(self) -> str:
+        """What each completion and confidence is stored with, and what calibrations are matched on."""
+        return self.kind
 
     def close(self) -> None:
         self._client.close()
@@ -178,7 +184,7 @@ class HttpEngine:
 
     def _completion(
         self, data: dict[str, Any], choice: dict[str, Any], duration: float, text: str,
-        token_logprobs: tuple[tuple[str, float], ...] = (),
+        token_logprobs: tuple[tuple[str, float], ...] = (), pre_mask: PreMask | None = None,
     ) -> Completion:  # fmt: skip
         usage = data.get("usage") or {}
         return Completion(
@@ -189,6 +195,8 @@ class HttpEngine:
             duration_s=duration,
             model=str(data.get("model") or self.model),
             token_logprobs=token_logprobs,
+            engine=self.engine_kind,
+            pre_mask=pre_mask,
         )
 
 

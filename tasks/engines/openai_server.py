@@ -7,11 +7,14 @@ or refuses, naming the dialects. Whatever the dialect, `check()` sends an enum-c
 question invites a sentence, and refuses a server whose answer is not inside the enum (fail closed).
 
 Logprobs: vLLM reports them after the grammar mask, llama.cpp and llama-cpp-python before it (raw
-scores: the "`" a free answer would start with, not the "{" the grammar forced). Only a reply whose
-forced steps show probability 1 (`vllm_logprobs.masked_token_logprobs`) becomes
-`Completion.token_logprobs`; any other reply carries none, so no confidence is claimed from it and a
-field under a confidence bound fails closed. `check()` reports the mode it saw (`masked` or `none`)
-and refuses a server without masked logprobs when the run has a confidence bound.
+scores: the "`" a free answer would start with, not the "{" the grammar forced). A reply whose forced
+steps show probability 1 (`vllm_logprobs.masked_token_logprobs`) gives `Completion.token_logprobs`
+(mode `masked`). A dialect of a server that reports them before the mask (`PRE_MASK`) gives
+`Completion.pre_mask` instead, the raw steps with the schema, renormalised over the values the grammar
+allowed by `tasks.grounding.renormalise` (mode `renormalised`; a value it cannot renormalise honestly
+has no confidence). Any other reply carries none (mode `none`), and a field under a bound fails closed.
+`check()` reports the mode the probe showed, and refuses `none` when the run holds any value to a
+confidence bound (`needs_logprobs`: a calibration or its default, min_confidence, x-min-confidence).
 
 Transport, retries' error mapping, the API key and redaction are `http_base.HttpEngine`'s.
 """
@@ -28,8 +31,10 @@ from formwork.tasks.engines.base import (
     EngineUnavailable,
     JsonSchema,
     Message,
+    PreMask,
     RequestRejected,
     Sampling,
+    TopStep,
 )
 from formwork.tasks.engines.control_tokens import plain
 from formwork.tasks.engines.http_base import (
@@ -43,6 +48,10 @@ from formwork.tasks.engines.vllm_logprobs import TOP_LOGPROBS, masked_token_logp
 from formwork.tasks.redact import redact
 
 DIALECTS = ("json_schema", "json_object+schema", "llama-server", "ollama")
+PRE_MASK = ("json_object+schema", "llama-server")  # their logprobs come before the grammar
+# Top alternatives asked for where they are renormalised: every value still open at a step must be
+# listed, and llama-cpp-python computes the list from a full sort of the vocabulary anyway.
+PRE_MASK_TOP_LOGPROBS = 1000
 # Why each dialect's form, and the trap its probe guards against (docs/production.md has the sources).
 _FIX = {
     "json_schema": "OpenAI's response_format json_schema (vLLM, SGLang); an old server ignores it",
@@ -81,7 +90,7 @@ class OpenAIServerEngine(HttpEngine):
         super().__init__(base_url, model, **options)
         self.dialect = dialect
         self.needs_logprobs = needs_logprobs
-        self.logprob_mode = "unknown"  # masked | none, once check() has seen the probe's reply
+        self.logprob_mode = "unknown"  # masked | renormalised | none, once check() has seen the probe
 
     def complete(
         self, messages: list[Message], sampling: Sampling, schema: JsonSchema | None = None
@@ -101,18 +110,33 @@ class OpenAIServerEngine(HttpEngine):
             body["seed"] = sampling.seed
         if schema is not None:
             body |= schema_fields(self.dialect, schema)
-            body |= {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
+            top = PRE_MASK_TOP_LOGPROBS if self.dialect in PRE_MASK else TOP_LOGPROBS
+            body |= {"logprobs": True, "top_logprobs": top}
         try:
             data, choice, duration = self._chat(body)
         except EngineUnavailable as exc:
             if "validation error" not in exc.message:
                 raise
             # llama-cpp-python answers a request it cannot read with HTTP 500, not 4xx: no retry helps
-            raise RequestRejected(f"{exc.message} (dialect {self.dialect!r})", hint=exc.hint,
-                                  details=exc.details) from None  # fmt: skip
+            raise RequestRejected(
+                f"{exc.message}: the server cannot read a request in dialect {self.dialect!r} (it says so "
+                "with HTTP 500, not a 4xx; not retried)",
+                hint=f"set the dialect to the one the server speaks: {', '.join(DIALECTS)}",
+                details=exc.details,
+            ) from None
         text = choice["message"].get("content") or ""
-        logprobs = masked_token_logprobs(choice.get("logprobs"), text) if schema is not None else ()
+        if schema is None:
+            return self._completion(data, choice, duration, text)
+        if self.dialect in PRE_MASK:
+            steps = pre_mask_steps(choice.get("logprobs"))
+            pre_mask = PreMask(steps, schema) if steps else None
+            return self._completion(data, choice, duration, text, pre_mask=pre_mask)
+        logprobs = masked_token_logprobs(choice.get("logprobs"), text)
         return self._completion(data, choice, duration, text, logprobs)
+
+    @property
+    def engine_kind(self) -> str:
+        return f"openai:{self.dialect}"
 
     def _penalties(self, sampling: Sampling) -> dict[str, Any]:
         """Neutral penalties in the server's own words: llama.cpp defaults to repeat_penalty 1.1, which
@@ -162,11 +186,37 @@ class OpenAIServerEngine(HttpEngine):
                 f"got {probe.text[:120]!r} (HTTP 200, so nothing else would have noticed)",
                 hint=f"this dialect is {_FIX[self.dialect]}; pick the one the server speaks",
             ) from None
-        self.logprob_mode = "masked" if probe.token_logprobs else "none"
-        if self.needs_logprobs and self.logprob_mode != "masked":
+        self.logprob_mode = "masked" if probe.token_logprobs else "renormalised" if probe.pre_mask else "none"
+        if self.needs_logprobs and self.logprob_mode == "none":
             raise RequestRejected(
-                f"{redact(self.root)} reports no grammar-masked logprobs; a confidence bound needs them",
-                hint="llama.cpp servers report them before the grammar: set min_confidence 0, or use vLLM",
+                f"{redact(self.root)} sent no usable logprobs in dialect {self.dialect!r}, and this run "
+                "holds values to a confidence bound (a calibration or its default, min_confidence or "
+                "x-min-confidence)",
+                hint="use a server that returns logprobs, or run with calibration off and no bounds",
             )
         return ServerInfo(redact(self.base_url), "unknown", self.model, tuple(served), self.dialect,
                           self.logprob_mode)  # fmt: skip
+
+
+def pre_mask_steps(logprobs: Any) -> tuple[TopStep, ...]:
+    """(token, logprob, top list in the server's order) per step of a chat choice's `logprobs`, read by
+    token text (llama-cpp-python sends no bytes); () when malformed."""
+    entries = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(entries, list) or not entries:
+        return ()
+    steps = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            return ()
+        token, logprob, tops = entry.get("token"), entry.get("logprob"), entry.get("top_logprobs")
+        if not isinstance(token, str) or not _number(logprob) or not isinstance(tops, list):
+            return ()
+        listed = [(t.get("token"), t.get("logprob")) for t in tops if isinstance(t, dict)]
+        if not all(isinstance(t, str) and _number(lp) for t, lp in listed) or len(listed) != len(tops):
+            return ()
+        steps.append((token, float(logprob), tuple((t, float(lp)) for t, lp in listed)))
+    return tuple(steps)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value

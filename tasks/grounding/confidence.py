@@ -110,7 +110,8 @@ def field_confidences(body: dict[str, Any], data: Any, completion: Completion) -
         if type(_DECODER.decode(completion.text[start:end])) in (int, float):
             end += 1  # the token that ends a number is the choice to stop it there
         total = sum(lp for s, e, lp in tokens if s < end and e > start)
-        confidences[path] = math.exp(total)
+        if not math.isnan(total):  # NaN: a step whose masked probability is unknown (renormalise.py)
+            confidences[path] = math.exp(total)
     return confidences
 
 

@@ -56,6 +56,8 @@ class Evidence:
     grounded: bool = False
     confidence: float | None = None  # enums and booleans: the formatting pass's probability
     anchor: str | None = None  # a derived date: which reference date grounded it
+    engine: str | None = None  # the engine kind the confidence came from (local, vllm, openai:<dialect>)
+    logprob_mode: str | None = None  # masked | renormalised | none: what the confidence is
 
     def as_row(self) -> dict[str, Any]:
         """The JSON stored in `results.evidence`, one dict per value."""
@@ -68,6 +70,8 @@ class Evidence:
             row["confidence"] = round(self.confidence, 4)
         if self.anchor is not None:
             row["anchor"] = self.anchor
+        if self.engine is not None:
+            row |= {"engine": self.engine, "logprob_mode": self.logprob_mode}
         return row
 
 
