@@ -26,6 +26,7 @@ counts as accepted when the verdict's data still holds it (`ok`, or `partial` th
 from __future__ import annotations
 
 import json
+import sys
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date
@@ -141,6 +142,7 @@ def run(args: Any) -> None:
             schema = load_schema(schema_name(path))
             every = load_gold(path, schema)
             names = [r.gold.get(k) for r in every for k in NAMES if r.gold.get(k)]
+            print(f"{path.stem}: {min(args.limit, len(every))} records", file=sys.stderr, flush=True)
             for record in every[: args.limit]:
                 notes_text = json.dumps(record.gold, ensure_ascii=False)
                 if args.prompt == "gold-notes":
