@@ -14,6 +14,9 @@ support: the amount plus one (or seven), the date a day later (or earlier, where
 the later day itself), the name or person another record's.
 A wrong value counts as accepted when the verdict's data still holds it (`ok`, or `partial` that
 kept it); the target is 0.
+
+With `--model`, every answer is scored by the bundled model instead of log-probability 0, and judged
+with confidence in force, wrong values the text does contain included (benchmarks/judge_scored.py).
 """
 
 from __future__ import annotations
