@@ -14,6 +14,9 @@ support: the amount plus one (or seven), the date a day later (or earlier, where
 the later day itself), the name or person another record's.
 A wrong value counts as accepted when the verdict's data still holds it (`ok`, or `partial` that
 kept it); the target is 0.
+
+With `--model`, every answer is scored by the bundled model instead of log-probability 0, and judged
+with confidence in force, wrong values the text does contain included (benchmarks/judge_scored.py).
 """
 
 from __future__ import annotations
@@ -39,8 +42,18 @@ def schema_name(path: Path) -> str:
     return path.stem.removesuffix(SUFFIX)
 
 
+def shaped(body: dict[str, Any], data: Any) -> Any:
+    """The answer as a perfect model writes it under the grammar: every property present (null where the
+    gold leaves it out), in the schema's order at every depth."""
+    if isinstance(data, dict) and "properties" in body:
+        return {key: shaped(node, data.get(key)) for key, node in body["properties"].items()}
+    if isinstance(data, list) and isinstance(body.get("items"), dict):
+        return [shaped(body["items"], element) for element in data]
+    return data
+
+
 def answer(schema, gold: dict[str, Any]) -> dict[str, Any]:
-    return {key: gold.get(key) for key in schema.properties}
+    return shaped(schema.grammar_body, gold)
 
 
 def perfect(schema, text: str, data: dict[str, Any], meta: dict[str, Any]) -> Verdict:
@@ -75,7 +88,19 @@ def main() -> None:
     )
     parser.add_argument("--sets", help="comma-separated gold file names without .jsonl (default: all)")
     parser.add_argument("--wrong", action="store_true", help="also judge answers with one wrong value")
+    parser.add_argument("--model", action="store_true", help="score every answer with the bundled model "
+                        "and judge with confidence in force (benchmarks/judge_scored.py)")  # fmt: skip
+    parser.add_argument("--limit", type=int, default=5, help="with --model: records per gold set")
+    parser.add_argument("--prompt", choices=("one-pass", "gold-notes"), default="one-pass",
+                        help="with --model: the one-pass prompt, or the two-pass formatting prompt "
+                        "with the gold answer as the notes")  # fmt: skip
+    parser.add_argument("--grounded", action="store_true", help="with --model: score under each "
+                        "record's grounded grammar (tasks/grounding/candidates.py)")  # fmt: skip
     args = parser.parse_args()
+    if args.model:
+        from judge_scored import run  # the script's folder is on sys.path
+
+        return run(args)
     paths = sorted(GOLD.glob("*.jsonl"))
     if args.sets:
         paths = [GOLD / f"{name}.jsonl" for name in args.sets.split(",")]

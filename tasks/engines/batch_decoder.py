@@ -4,6 +4,8 @@ Callers (the pipeline runs `max_concurrency` records in threads) hand a `Job` to
 One decode thread owns the llama.cpp context. Each loop it admits waiting jobs into free slots
 (evaluating their prompts and picking their first tokens), then evaluates the last token of every
 active job in one batch, masks all constrained rows with one XGrammar call, and picks each next token.
+A forced job (`Job.forced`, teacher forcing for scoring a given answer) is masked and logged the same
+way; only its pick differs (`tasks.engines.forcing`).
 
 A slot keeps the tokens its KV cache holds after its job ends. A new job lands on the free slot whose
 cache shares the longest prefix with its prompt (among equals, the one freed longest ago), so a
@@ -26,7 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from formwork.tasks.engines.base import EngineError, EngineUnavailable, FinishReason, Sampling
+from formwork.tasks.engines.base import (
+    EngineError,
+    EngineUnavailable,
+    FinishReason,
+    RequestRejected,
+    Sampling,
+)
+from formwork.tasks.engines.forcing import Forcer
 from formwork.tasks.engines.grammar import Grammars
 from formwork.tasks.engines.llama_runtime import BATCH, LlamaRuntime
 from formwork.tasks.engines.sampling import masked_alternatives, masked_logprob, pick
@@ -41,6 +50,8 @@ class Job:
     budget: int
     sampling: Sampling
     matcher: Any = None  # an XGrammar matcher for constrained calls
+    forced: bytes | None = None  # teacher forcing: the answer to write instead of picking (forcing.py)
+    written: int = 0  # bytes written so far: where a forced job is in `forced`
     output: list[int] = field(default_factory=list)
     pieces: list[str] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
@@ -101,6 +112,7 @@ class BatchDecoder:
         self._runtime = runtime
         self._pieces = pieces
         self._stop_ids = stop_ids
+        self._forcer = Forcer(pieces, stop_ids)
         self._grammars = grammars  # built on the first constrained call (xgrammar imports torch)
         self._slots = [Slot(i) for i in range(slots)]
         self._waiting: deque[Job] = deque()
@@ -222,7 +234,17 @@ class BatchDecoder:
             self.timings.mask_s += time.perf_counter() - started
         for slot, job, row in zip(slots, jobs, rows, strict=True):
             masked = row.copy() if job.matcher is not None else None
-            token = pick(row, job.sampling, job.output, job.rng)
+            try:
+                token = (
+                    pick(row, job.sampling, job.output, job.rng)
+                    if job.forced is None
+                    else self._forcer.next(job.forced, job.written, row)
+                )
+            except RequestRejected as exc:  # a forced answer the grammar does not allow: this job only
+                job.error = exc
+                self._release(slot)
+                continue
+            job.written += len(self._pieces[token])
             finish = self._finish_reason(job, token)
             if finish is None:
                 job.output.append(token)

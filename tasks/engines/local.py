@@ -113,6 +113,29 @@ class LocalEngine:
     def complete(
         self, messages: list[Message], sampling: Sampling, schema: JsonSchema | None = None
     ) -> Completion:
+        return self._call(messages, sampling, schema)
+
+    def score(self, messages: list[Message], answer: str, schema: JsonSchema) -> Completion:
+        """The Completion this engine would have returned had it written `answer` for `messages` under
+        `schema`'s grammar: the same text, finish `stop` and grammar-masked token logprobs, so the
+        judge's confidences apply unchanged (`tasks.engines.forcing`). An answer the grammar does not
+        allow, written as the grammar writes JSON (compact, keys in order), raises RequestRejected."""
+        forced = answer.encode("utf-8")
+        done = self._call(messages, Sampling(max_tokens=len(forced) + 1), schema, forced)
+        if done.finish_reason != "stop":
+            raise RequestRejected(
+                f"the answer of {len(forced)} bytes does not fit the context after the prompt",
+                hint="shorten the text or raise FORMWORK_LOCAL_N_CTX",
+            )
+        return done
+
+    def _call(
+        self,
+        messages: list[Message],
+        sampling: Sampling,
+        schema: JsonSchema | None,
+        forced: bytes | None = None,
+    ) -> Completion:
         tokens = self.prompt_tokens(messages)
         room = self.context_window - len(tokens)
         if room < 1:
@@ -121,7 +144,7 @@ class LocalEngine:
                 hint="shorten the text or raise FORMWORK_LOCAL_N_CTX",
             )
         matcher = self._grammar().matcher(schema) if schema is not None else None
-        job = self._decoder.run(Job(tokens, min(sampling.max_tokens, room), sampling, matcher))
+        job = self._decoder.run(Job(tokens, min(sampling.max_tokens, room), sampling, matcher, forced))
         assert job.finish is not None
         return Completion(
             text="".join(job.pieces),
