@@ -37,13 +37,21 @@ def looping(text: str, window: int = 32) -> bool:
     return len(text) >= 3 * window and text.count(text[-window:]) >= 3
 
 
-def formatting_grammar(schema: Schema, text: str, meta: dict[str, Any] | None, grounded: bool) -> JsonSchema:
+def formatting_grammar(
+    schema: Schema, text: str, meta: dict[str, Any] | None, grounded: bool, notes: str = "",
+    reference_field: str = "reference_date",
+) -> JsonSchema:  # fmt: skip
     """The schema the formatting pass decodes under: the record's own under grounded decoding (each
-    `quote`/`value` field an enum of what its text backs, `tasks.grounding.candidates`), else the
-    schema's. The root's `x-grounded-decoding` overrides the setting."""
+    `quote`/`value` field an enum of what its text backs and the field accepts, what the notes mention
+    first, `tasks.grounding.candidates`), else the schema's. The root's `x-grounded-decoding`
+    overrides the setting. The reference date is read as `judge` reads it, so both share one reading."""
     if not schema.body.get("x-grounded-decoding", grounded):
         return schema.grammar_body
-    return grounded_body(schema.grammar_body, text, reference_date(meta))
+    reference = reference_date(meta, reference_field)
+    anchor = f"meta {reference_field}" if reference else None
+    return grounded_body(
+        schema.grammar_body, text, reference, checked=schema.checked_body, anchor=anchor, notes=notes
+    )
 
 
 def extract_record(
@@ -73,7 +81,6 @@ def extract_record(
     try:
         fitted = fit_source(text, schema, (reasoner, formatter), reasoning_budget, format_budget_now)
         text, cap, cut = fitted.text, fitted.reasoning_cap or BUDGET_CAP, fitted.cut
-        grammar = formatting_grammar(schema, text, meta, options.grounded_decoding)
         for attempt in range(1, options.max_attempts + 1):
             outcome.attempts = attempt
             if redo_reasoning:
@@ -85,6 +92,9 @@ def extract_record(
                 )
                 notes = call(reasoner, "reasoning", reasoning_messages(schema, text), sampling)
                 reasoning_budget = min(2 * reasoning_budget, BUDGET_CAP, cap)
+                grammar = formatting_grammar(
+                    schema, text, meta, options.grounded_decoding, notes.text, options.reference_date_field
+                )
             messages = formatting_messages(schema, text, notes.text, feedback)
             shaping = guard(
                 preset(options.preset, format_budget_now), allow_chat=options.allow_chat_in_constrained

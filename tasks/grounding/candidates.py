@@ -2,9 +2,12 @@
 
 Selection beats generation for a small model: a grammar that allows a field only the values its text
 holds turns writing an amount into choosing one, and a value it can only copy is grounded by
-construction. The candidates come from the same reader as the grounding check (`ValueFinder`'s
-readings for numbers and dates, spans of the text for quotes), so what is proposed is what the checker
-accepts. Per field rule (schemas.annotations):
+construction. The candidates come from the same reading as the grounding check (`record_values`:
+one `ValueFinder` per record text, shared with `evidence.Source`, so dates and numbers are read once
+per record whoever asks first), and each field keeps only the candidates its own checked node
+accepts (type, pattern, format and `x-format`, min/maxLength, minimum/maximum, multipleOf: the
+jsonschema validator and the semantic checks that validation runs), so what is proposed is what the
+judge accepts. Per field rule (schemas.annotations):
 
 - `value` numbers: every reading of every number, as JSON numbers;
 - `value` dates: every date, relative ones resolved against the reference date, as ISO dates;
@@ -12,13 +15,20 @@ accepts. Per field rule (schemas.annotations):
   words), plus every e-mail address and phone number, each copied exactly as written;
 - null, where the schema allows it; `none` fields (enums, booleans, derived values) keep their node.
 
-Bounds, so a long text cannot make a grammar too large to compile in time: at most `MAX_WORDS` words
-per span, `MAX_QUOTES` spans per field (shorter spans, and earlier ones, first: labels are short),
-`MAX_VALUES` numbers or dates per field (in text order).
+Bounds. XGrammar's compile time grows with the number of enum strings in the schema, about 0.1 ms
+each against the bundled model's 49k vocabulary (their length and `any_whitespace` matter little;
+BENCHMARKS section 13), and a per-record schema is never in a cache; the formatting pass it serves
+takes 1-4 s on the embedded engine, so the grammar's share stays under 5% only with a few hundred
+strings in all. Hence at most `MAX_WORDS` words per span and `MAX_CANDIDATES` values per field,
+chosen in this order so that the likely ones survive the cut: e-mails and phone numbers, then what
+the reasoning notes mention (the model's own intent, when the notes are given), then shorter spans
+before longer and earlier before later (labels are short). Numbers and dates keep text order after
+the ones the notes mention.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -26,11 +36,13 @@ from typing import Any
 import regex
 
 from formwork.schemas.annotations import Rule, rule_for, value_types
-from formwork.tasks.grounding.values import ValueFinder
+from formwork.schemas.paths import EMAIL as EMAIL_SHAPE
+from formwork.schemas.paths import semantic_errors
+from formwork.schemas.validator import validator_class
+from formwork.tasks.grounding.values import ValueFinder, record_values
 
 MAX_WORDS = 8
-MAX_QUOTES = 300
-MAX_VALUES = 100
+MAX_CANDIDATES = 100
 WORD = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]|[\p{L}\p{N}](?:[\p{L}\p{N}'’.&+\-/]*[\p{L}\p{N}])?")
 EMAIL = regex.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
 PHONE = regex.compile(r"\+?\d[\d\s().\-/]{5,}\d")
@@ -40,8 +52,33 @@ def _number(value: Decimal) -> int | float:
     return int(value) if value == value.to_integral_value() else float(value)
 
 
-def quote_spans(text: str, max_length: int) -> list[str]:
-    """Word n-grams within each line (exact slices of the text), e-mails and phones; bounded."""
+class Mentions:
+    """What the reasoning notes mention, word for word: "2" is not mentioned by "77.25", nor "Jo" by
+    "Jones"; text without spaces between words (CJK) is matched as a substring."""
+
+    TOKEN = regex.compile(r"[\p{L}\p{N}]+(?:[.,'’&+\-/@][\p{L}\p{N}]+)*")
+    UNSPACED = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")
+
+    def __init__(self, notes: str):
+        self.raw = notes.casefold()
+        self.words = f" {self._words(notes)} "
+
+    def _words(self, text: str) -> str:
+        return " ".join(self.TOKEN.findall(text.casefold()))
+
+    def __bool__(self) -> bool:
+        return bool(self.raw.strip())
+
+    def __contains__(self, written: str) -> bool:
+        if self.UNSPACED.search(written):
+            return written.casefold() in self.raw
+        words = self._words(written)
+        return bool(words) and f" {words} " in self.words
+
+
+def quote_spans(text: str, max_length: int, notes: str = "") -> list[str]:
+    """Word n-grams within each line (exact slices of the text) and e-mails and phones, unbounded,
+    in the order the bound keeps them: tokens, then spans the notes mention, then short and early."""
     found: dict[str, None] = {}
     for token in (*EMAIL.finditer(text), *PHONE.finditer(text)):
         found[token.group()] = None
@@ -53,51 +90,102 @@ def quote_spans(text: str, max_length: int) -> list[str]:
                 start, end = words[i][0], words[i + n - 1][1]
                 if end - start <= max_length:
                     spans.append((n, start, text[start:end]))
-    for _, _, span in sorted(spans, key=lambda s: (s[0], s[1])):
-        if len(found) >= MAX_QUOTES:
-            break
-        found[span] = None
+    ordered = [span for _, _, span in sorted(spans, key=lambda s: (s[0], s[1]))]
+    mentioned = Mentions(notes)
+    if mentioned:
+        ordered = [s for s in ordered if s in mentioned] + [s for s in ordered if s not in mentioned]
+    found.update(dict.fromkeys(ordered))
     return list(found)
 
 
-def _candidates(node: dict[str, Any], rule: Rule, finder: ValueFinder) -> list[Any] | None:
-    """The values `node` may take under grounded decoding; None: the field keeps its own node."""
-    types = value_types(node)
+def admits(root: dict[str, Any], node: dict[str, Any], text: str) -> Callable[[Any], bool]:
+    """Whether validation would accept a value at `node` (its checked form): the draft's jsonschema
+    validator with formats, then the semantic checks. A string's own `maxLength`, `pattern` and e-mail
+    shape are tried first, being necessary and far cheaper (a long text has thousands of spans)."""
+    cls = validator_class(root)
+    validator = cls(node, format_checker=cls.FORMAT_CHECKER)
+    pattern = regex.compile(node["pattern"]) if isinstance(node.get("pattern"), str) else None
+    email = "email" in (node.get("format"), node.get("x-format"))
+    longest = node.get("maxLength")
+
+    def check(value: Any) -> bool:
+        if isinstance(value, str):
+            if (longest is not None and len(value) > longest) or (email and not EMAIL_SHAPE.match(value)):
+                return False
+            if pattern is not None and not pattern.search(value):
+                return False
+        return validator.is_valid(value) and not semantic_errors(node, value, text)
+
+    return check
+
+
+def _mentioned_first(values: list[tuple[Any, str]], notes: str) -> list[Any]:
+    """Values (each with the text that writes it) with the ones the notes mention first."""
+    mentioned = Mentions(notes)
+    said = [v for v, written in values if mentioned and (written in mentioned or str(v) in mentioned)]
+    return [*said, *(v for v, _ in values)]
+
+
+def _pool(node: dict[str, Any], rule: Rule, finder: ValueFinder, notes: str) -> Iterable[Any] | None:
+    """Every value `node` could take under grounded decoding, likeliest first; None: keep the node."""
+    types, text = value_types(node), finder.text
     if rule == "value" and types & {"number", "integer"}:
-        values = [_number(r.value) for r in finder.number_readings() if isinstance(r.value, Decimal)]
-        if types == {"integer"}:
-            values = [v for v in values if isinstance(v, int)]
-    elif rule == "value" and node.get("format") == "date":
-        values = [r.value.isoformat() for r in finder.date_readings() if isinstance(r.value, date)]
-    elif rule == "quote" and types == {"string"} and "format" not in node and "pattern" not in node:
-        values = quote_spans(finder.text, int(node.get("maxLength", 200)))
-    else:
-        return None
-    values = list(dict.fromkeys(values))[: MAX_QUOTES if rule == "quote" else MAX_VALUES]
-    return [*values, None] if "null" in (node.get("type") or []) else values
+        readings = [r for r in finder.number_readings() if isinstance(r.value, Decimal)]
+        return _mentioned_first([(_number(r.value), text[r.span[0] : r.span[1]]) for r in readings], notes)
+    if rule == "value" and node.get("format") == "date":
+        readings = [r for r in finder.date_readings() if isinstance(r.value, date)]
+        return _mentioned_first([(r.value.isoformat(), text[r.span[0] : r.span[1]]) for r in readings], notes)
+    if rule == "quote" and types == {"string"}:
+        return quote_spans(text, int(node.get("maxLength", 200)), notes)
+    return None
 
 
-def grounded_body(body: dict[str, Any], text: str, reference: date | None = None) -> dict[str, Any]:
-    """`body` with every `quote` or `value` field (at any depth) replaced by an enum of its candidates."""
-    finder = ValueFinder(text, reference)
+def _bounded(pool: Iterable[Any], accepts: Callable[[Any], bool]) -> list[Any]:
+    """The first MAX_CANDIDATES distinct values of `pool` that the field accepts."""
+    chosen: dict[Any, None] = {}
+    for value in pool:
+        key = (type(value), value)
+        if key not in chosen and accepts(value):
+            chosen[key] = value
+            if len(chosen) >= MAX_CANDIDATES:
+                break
+    return list(chosen.values())
 
-    def visit(node: Any, inherited: Rule | None) -> Any:
+
+def grounded_body(
+    body: dict[str, Any], text: str, reference: date | None = None, *, checked: dict[str, Any] | None = None,
+    anchor: str | None = None, notes: str = "",
+) -> dict[str, Any]:  # fmt: skip
+    """`body` (the grammar body) with every `quote` or `value` field, at any depth, replaced by an enum
+    of its candidates. `checked` is the body validation reads (the same tree with the keywords the
+    grammar drops: `x-format`, `multipleOf`), `reference` and `anchor` the record's reference date as
+    the judge gets them, `notes` the reasoning pass's text, which orders the candidates."""
+    finder = record_values(text, reference, anchor)
+    root = checked if checked is not None else body
+
+    def visit(node: Any, check: Any, inherited: Rule | None) -> Any:
         if not isinstance(node, dict):
             return node
+        check = check if isinstance(check, dict) else node
         rule = rule_for(node, inherited)
         passed: Rule | None = "none" if node.get("x-grounding") == "none" else inherited
         if "properties" in node or "items" in node:
             copy = dict(node)
             if "properties" in node:
-                copy["properties"] = {k: visit(v, passed) for k, v in node["properties"].items()}
+                inner = check.get("properties") or {}
+                copy["properties"] = {
+                    k: visit(v, inner.get(k), passed) for k, v in node["properties"].items()
+                }
             if isinstance(node.get("items"), dict):
-                copy["items"] = visit(node["items"], passed)
+                copy["items"] = visit(node["items"], check.get("items"), passed)
             return copy
-        values = _candidates(node, rule, finder)
-        if values is None:
+        pool = _pool(node, rule, finder, notes)
+        if pool is None:
             return node
-        if not [v for v in values if v is not None]:
-            return {"type": "null"} if None in values else node  # nothing to choose: only null, or as is
-        return {"enum": values}
+        values = _bounded(pool, admits(root, check, text))
+        nullable = "null" in (node.get("type") or [])
+        if not values:
+            return {"type": "null"} if nullable else node  # nothing to choose: only null, or as is
+        return {"enum": [*values, None] if nullable else values}
 
-    return visit(body, None)
+    return visit(body, root, None)
