@@ -156,3 +156,26 @@ def test_candidates_and_the_grounding_check_share_one_reading(monkeypatch) -> No
         verdict = judge(expense, text, Completion("notes", "stop", 1, 1, 0.1, "m"), shaped, meta=meta)
         assert not [e for e in verdict.errors if "does not appear" in e], verdict.errors
     assert len(calls) == 1  # read once for the grammar, reused by both judgements
+
+
+def test_the_date_reader_asks_dateparser_no_run_with_a_word_no_locale_knows(monkeypatch) -> None:
+    import dateparser
+
+    from formwork.tasks.grounding.dates import WrittenDates, known
+
+    asked: list[str] = []
+    parse = dateparser.parse
+    monkeypatch.setattr(dateparser, "parse", lambda phrase, **kw: asked.append(phrase) or parse(phrase, **kw))
+    readings = WrittenDates("Taxi airport 3 March 2024 hier", date(2024, 3, 9), "meta").readings()
+    assert not known("airport") and known("hier") and known("de")  # French "yesterday"; a locale word
+    assert asked and not [p for p in asked if "airport" in p]
+    assert {r.value for r in readings} >= {date(2024, 3, 3), date(2024, 3, 8)}
+
+
+def test_the_built_in_contact_email_field_is_offered_only_the_addresses_the_text_writes() -> None:
+    from formwork.tasks.extract import formatting_grammar
+
+    text = "Jo Smith | Acme Ltd | jo.smith@acme.io | +44 20 7946 0958 | www.acme.io"
+    fields = formatting_grammar(load_schema("contact"), text, None, grounded=True)["properties"]
+    assert fields["email"]["enum"] == ["jo.smith@acme.io", None]  # x-format email, checked after decoding
+    assert "Jo Smith" in fields["name"]["enum"] and "+44 20 7946 0958" in fields["phone"]["enum"]
