@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import date
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 import regex
@@ -53,49 +54,49 @@ def _number(value: Decimal) -> int | float:
 
 
 class Mentions:
-    """What the reasoning notes mention, word for word: "2" is not mentioned by "77.25", nor "Jo" by
-    "Jones"; text without spaces between words (CJK) is matched as a substring."""
-
-    TOKEN = regex.compile(r"[\p{L}\p{N}]+(?:[.,'’&+\-/@][\p{L}\p{N}]+)*")
-    UNSPACED = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")
+    """What the reasoning notes mention, word for word (the words of `WORD`, case-folded, so CJK
+    characters count one by one): "2" is not mentioned by "77.25", nor "Jo" by "Jones"."""
 
     def __init__(self, notes: str):
-        self.raw = notes.casefold()
-        self.words = f" {self._words(notes)} "
-
-    def _words(self, text: str) -> str:
-        return " ".join(self.TOKEN.findall(text.casefold()))
+        words = [m.group().casefold() for m in WORD.finditer(notes)]
+        self.ngrams = {
+            tuple(words[i : i + n]) for n in range(1, MAX_WORDS + 1) for i in range(len(words) - n + 1)
+        }
 
     def __bool__(self) -> bool:
-        return bool(self.raw.strip())
+        return bool(self.ngrams)
 
     def __contains__(self, written: str) -> bool:
-        if self.UNSPACED.search(written):
-            return written.casefold() in self.raw
-        words = self._words(written)
-        return bool(words) and f" {words} " in self.words
+        return self.said(tuple(m.group().casefold() for m in WORD.finditer(written)))
+
+    def said(self, words: tuple[str, ...]) -> bool:
+        return words in self.ngrams
 
 
-def quote_spans(text: str, max_length: int, notes: str = "") -> list[str]:
+@lru_cache(maxsize=16)
+def quote_spans(text: str, max_length: int, notes: str = "") -> tuple[str, ...]:
     """Word n-grams within each line (exact slices of the text) and e-mails and phones, unbounded,
-    in the order the bound keeps them: tokens, then spans the notes mention, then short and early."""
+    in the order the bound keeps them: tokens, then spans the notes mention, then short and early
+    (kept for the last few texts: fields of one record differ only in `max_length`)."""
     found: dict[str, None] = {}
     for token in (*EMAIL.finditer(text), *PHONE.finditer(text)):
         found[token.group()] = None
-    spans: list[tuple[int, int, str]] = []
+    mentioned = Mentions(notes)
+    noted = bool(mentioned)
+    spans: list[tuple[bool, int, int, str]] = []
     for line in regex.finditer(r"[^\n]+", text):
-        words = [(m.start() + line.start(), m.end() + line.start()) for m in WORD.finditer(line.group())]
+        found_words = list(WORD.finditer(line.group()))
+        words = [(m.start() + line.start(), m.end() + line.start()) for m in found_words]
+        folded = [m.group().casefold() for m in found_words]
         for n in range(1, MAX_WORDS + 1):
             for i in range(len(words) - n + 1):
                 start, end = words[i][0], words[i + n - 1][1]
                 if end - start <= max_length:
-                    spans.append((n, start, text[start:end]))
-    ordered = [span for _, _, span in sorted(spans, key=lambda s: (s[0], s[1]))]
-    mentioned = Mentions(notes)
-    if mentioned:
-        ordered = [s for s in ordered if s in mentioned] + [s for s in ordered if s not in mentioned]
+                    said = noted and mentioned.said(tuple(folded[i : i + n]))
+                    spans.append((not said, n, start, text[start:end]))
+    ordered = [span for *_, span in sorted(spans)]
     found.update(dict.fromkeys(ordered))
-    return list(found)
+    return tuple(found)
 
 
 def admits(root: dict[str, Any], node: dict[str, Any], text: str) -> Callable[[Any], bool]:
