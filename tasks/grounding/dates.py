@@ -6,9 +6,9 @@ around a month, weekday or relative word (dateparser alone glues neighbours onto
 Friday, 30"; "on March 3rd 2020 by"). An expression whose meaning depends on the day it was written
 ("yesterday", "last Friday", "March 3") is read only against a reference date, as `derived`.
 
-Speed (a 3,000-character text: 230 ms to 65 ms without a reference date, 305 ms to 93 ms with one;
-BENCHMARKS section 13): dateparser costs ~0.5 ms a call and a date word has up to 15 runs around it,
-so the reader asks it less, never differently:
+Speed: dateparser costs ~0.5-1.5 ms a call and a date word has up to 15 runs around it, so the
+reader asks it less, never differently (every gold text and five joined 6,000-character texts, with
+and without a reference date: the same readings, in 2.2-2.8x less time; BENCHMARKS section 13):
 - a run with a word no locale of LANGUAGES knows ("Taxi", "airport": not a token of theirs, not a
   time zone, not a word of their locale data) is never asked: dateparser refuses a string with a
   token no locale knows, so the answer is None anyway (`known`);
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime
-from functools import cache
+from functools import cache, lru_cache
 
 from formwork.tasks.grounding.reading import Reading
 
@@ -89,6 +89,13 @@ def known(word: str) -> bool:
     return any(locale.is_applicable(word, strip_timezone=True, settings=Settings()) for locale in locales)
 
 
+@lru_cache(maxsize=16)
+def _parses(text: str) -> dict[tuple[str, datetime, bool], date | None]:
+    """dateparser's answers for the runs of one text, shared by its readers: the stated-reference
+    search (no reference) and the record's reading (with one) ask the same runs against the same bases."""
+    return {}
+
+
 def safe_date(year: int, month: int, day: int) -> date | None:
     try:
         return date(year, month, day)
@@ -118,7 +125,7 @@ class WrittenDates:
     def __init__(self, text: str, reference: date | None, anchor: str | None):
         self.text, self.reference, self.anchor = text, reference, anchor
         self.words = [m.span() for m in WORD.finditer(text)]
-        self._parsed: dict[tuple[str, datetime, bool], date | None] = {}
+        self._parsed = _parses(text)
 
     def _runs(self, hit: int) -> list[tuple[int, int]]:
         """Every run of up to MAX_WORDS words that holds word `hit` and only words some locale knows;
