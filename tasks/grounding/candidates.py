@@ -18,12 +18,12 @@ judge accepts. Per field rule (schemas.annotations):
 Bounds. XGrammar's compile time grows with the number of enum strings in the schema, about 0.1 ms
 each against the bundled model's 49k vocabulary (their length and `any_whitespace` matter little;
 BENCHMARKS section 13), and a per-record schema is never in a cache; the formatting pass it serves
-takes 1-4 s on the embedded engine, so the grammar's share stays under 5% only with a few hundred
-strings in all. Hence at most `MAX_WORDS` words per span and `MAX_CANDIDATES` values per field,
-chosen in this order so that the likely ones survive the cut: e-mails and phone numbers, then what
-the reasoning notes mention (the model's own intent, when the notes are given), then shorter spans
-before longer and earlier before later (labels are short). Numbers and dates keep text order after
-the ones the notes mention.
+takes ~0.6-1.2 s on an idle embedded engine, so the grammar's share stays near 5% only with a few
+hundred strings in all (expense fits, four-quote-field contact does not yet). Hence at most
+`MAX_WORDS` words per span and `MAX_CANDIDATES` values per field, chosen in this order so that the
+likely ones survive the cut: e-mails and phone numbers, then what the reasoning notes mention (the
+model's own intent, when the notes are given), then shorter spans before longer and earlier before
+later (labels are short). Numbers and dates keep text order after the ones the notes mention.
 """
 
 from __future__ import annotations
