@@ -64,15 +64,20 @@ class ExtractOptions:
             "reference_field": self.reference_date_field,
         }
 
-    def formatting_grammar(self, schema: Schema, text: str, meta: dict[str, Any] | None) -> JsonSchema:
+    def formatting_grammar(
+        self, schema: Schema, text: str, meta: dict[str, Any] | None, notes: str = ""
+    ) -> JsonSchema:
         """The schema the call that writes the JSON decodes under, in every mode: the record's own under
-        grounded decoding (each `quote`/`value` field an enum of what its text backs, read against the
-        same reference date the judge reads, `tasks.grounding.candidates`), else the schema's. The
-        root's `x-grounded-decoding` overrides the setting."""
+        grounded decoding (each `quote`/`value` field an enum of what its text backs and the field
+        accepts, what the reasoning `notes` mention first, `tasks.grounding.candidates`), else the
+        schema's. The root's `x-grounded-decoding` overrides the setting. The reference date is read as
+        `judge` reads it, so the candidates and the check share one reading of the text."""
         if not schema.body.get("x-grounded-decoding", self.grounded_decoding):
             return schema.grammar_body
         reference = reference_date(meta, self.reference_date_field)
-        return grounded_body(schema.grammar_body, text, reference, annotated=schema.checked_body)
+        anchor = f"meta {self.reference_date_field}" if reference else None
+        body, checked = schema.grammar_body, schema.checked_body
+        return grounded_body(body, text, reference, checked=checked, anchor=anchor, notes=notes)
 
 
 @dataclass

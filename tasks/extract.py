@@ -63,7 +63,6 @@ def extract_record(
     try:
         fitted = fit_source(text, schema, (reasoner, formatter), reasoning_budget, format_budget_now)
         text, cap, cut = fitted.text, fitted.reasoning_cap or BUDGET_CAP, fitted.cut
-        grammar = options.formatting_grammar(schema, text, meta)
         for attempt in range(1, options.max_attempts + 1):
             outcome.attempts = attempt
             if redo_reasoning:
@@ -75,6 +74,7 @@ def extract_record(
                 )
                 notes = call(reasoner, "reasoning", reasoning_messages(schema, text), sampling)
                 reasoning_budget = min(2 * reasoning_budget, BUDGET_CAP, cap)
+                grammar = options.formatting_grammar(schema, text, meta, notes.text)  # the notes order it
             messages = formatting_messages(schema, text, notes.text, feedback)
             shaping = guard(
                 preset(options.preset, format_budget_now), allow_chat=options.allow_chat_in_constrained

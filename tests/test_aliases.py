@@ -37,10 +37,10 @@ def test_without_aliases_no_label_is_read() -> None:
 
 
 def test_grounded_decoding_offers_only_the_written_labels() -> None:
-    offered = grounded_body(EXPENSE.grammar_body, "Taxi, €35, Tom", annotated=EXPENSE.checked_body)
+    offered = grounded_body(EXPENSE.grammar_body, "Taxi, €35, Tom", checked=EXPENSE.checked_body)
     assert offered["properties"]["currency"] == {"enum": ["EUR"]}
     assert offered["properties"]["category"] == EXPENSE.grammar_body["properties"]["category"]  # a choice
-    unwritten = grounded_body(EXPENSE.grammar_body, "Bus ticket, 39 SEK", annotated=EXPENSE.checked_body)
+    unwritten = grounded_body(EXPENSE.grammar_body, "Bus ticket, 39 SEK", checked=EXPENSE.checked_body)
     assert unwritten["properties"]["currency"] == EXPENSE.grammar_body["properties"]["currency"]
 
 

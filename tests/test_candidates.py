@@ -60,11 +60,22 @@ def test_cjk_text_is_cut_into_character_spans() -> None:
     assert not any("明" in s and "金" in s for s in spans)  # never across lines
 
 
-def test_candidate_sets_are_bounded_on_long_texts(monkeypatch) -> None:
+def test_candidate_sets_are_bounded_on_long_texts() -> None:
     text = " ".join(f"word{i} {i}.5" for i in range(3000))  # ~6,000 numbers and words on one line
     body = grounded_body(BODY, text)
-    assert len(body["properties"]["who"]["enum"]) <= candidates.MAX_QUOTES + 1
-    assert len(body["properties"]["amount"]["enum"]) <= candidates.MAX_VALUES + 1
+    assert len(body["properties"]["who"]["enum"]) == candidates.MAX_CANDIDATES + 1  # + null
+    assert len(body["properties"]["amount"]["enum"]) == candidates.MAX_CANDIDATES + 1
+
+
+def test_what_the_notes_mention_survives_the_bound() -> None:
+    filler = " ".join(f"word{i}" for i in range(400))
+    text = f"{filler} paid by Ana Maria Ruiz Vega 77.25 {filler}"
+    notes = "The payer is Ana Maria Ruiz Vega, 77.25 in total."
+    unordered = grounded_body(BODY, text)["properties"]
+    ordered = grounded_body(BODY, text, notes=notes)["properties"]
+    assert "Ana Maria Ruiz Vega" not in unordered["who"]["enum"]  # cut by the bound without notes
+    assert "Ana Maria Ruiz Vega" in ordered["who"]["enum"]
+    assert ordered["amount"]["enum"][0] == 77.25
 
 
 def test_a_field_the_text_cannot_back_may_only_be_null() -> None:
@@ -96,7 +107,7 @@ def test_a_base_form_field_is_offered_the_base_form_the_checker_accepts() -> Non
     """x-base-form: the text's "eggs" backs "egg"; a grammar without "egg" would forbid the right answer."""
     schema = load_schema("shopping_list")
     text = "2 Eier und Milch, then 3 eggs"
-    names = grounded_body(schema.grammar_body, text, annotated=schema.checked_body)
+    names = grounded_body(schema.grammar_body, text, checked=schema.checked_body)
     offered = names["properties"]["items"]["items"]["properties"]["name"]["enum"]
     assert {"egg", "Ei", "eggs", "Eier"} <= set(offered), offered
     plain = grounded_body(schema.grammar_body, text)  # without the annotations: no base forms
@@ -104,3 +115,93 @@ def test_a_base_form_field_is_offered_the_base_form_the_checker_accepts() -> Non
     data = {"items": [{"name": "egg", "quantity": 3}, {"name": "Ei", "quantity": 2}], "store": None}
     backed = {e.path: e.grounded for e in ground(schema.checked_body, data, text)}
     assert backed["items[0].name"] and backed["items[1].name"]
+
+
+def _only(node: dict, text: str) -> list:
+    """The candidates of one field `node` (grammar and checked body alike) on `text`, null dropped."""
+    body = {"type": "object", "properties": {"f": node}}
+    grammar = {
+        "type": "object",
+        "properties": {"f": {k: v for k, v in node.items() if not k.startswith("x-")}},
+    }
+    field = grounded_body(grammar, text, checked=body)["properties"]["f"]
+    return [v for v in field.get("enum", []) if v is not None]
+
+
+TEXT = "Ring Jo at +44 20 7946 0958 or jo@acme.io, invoice INV-2024 of 12.5, 40 and 1250 on 2024-03-03"
+
+
+def test_a_pattern_field_gets_only_matching_spans() -> None:
+    got = _only({"type": ["string", "null"], "maxLength": 20, "pattern": "^INV-\\d+$"}, TEXT)
+    assert got == ["INV-2024"]
+
+
+def test_an_email_field_gets_only_email_shaped_spans_by_x_format_or_format() -> None:
+    for key in ("x-format", "format"):
+        assert _only({"type": ["string", "null"], "maxLength": 80, key: "email"}, TEXT) == ["jo@acme.io"]
+    assert len(_only({"type": ["string", "null"], "maxLength": 80}, TEXT)) > 20  # unfiltered: every span
+
+
+def test_min_and_max_length_bound_the_spans() -> None:
+    got = _only({"type": ["string", "null"], "minLength": 5, "maxLength": 8}, TEXT)
+    assert got and all(5 <= len(v) <= 8 for v in got) and "Ring Jo" in got and "Jo" not in got
+
+
+def test_minimum_maximum_and_multiple_of_filter_numbers() -> None:
+    assert set(_only({"type": "number", "minimum": 13, "maximum": 1000}, TEXT)) == {40}
+    assert set(_only({"type": "number", "exclusiveMinimum": 40}, TEXT)) == {1250}
+    assert set(_only({"type": "number", "multipleOf": 10}, TEXT)) == {40, 1250}
+    assert set(_only({"type": "integer"}, TEXT)) == {40, 1250}
+
+
+def test_a_date_field_keeps_only_dates_in_its_range_of_format() -> None:
+    assert _only({"type": ["string", "null"], "format": "date"}, TEXT) == ["2024-03-03"]
+    assert _only({"type": ["string", "null"], "format": "date", "pattern": "^2023"}, TEXT) == []
+
+
+def test_candidates_and_the_grounding_check_share_one_reading(monkeypatch) -> None:
+    from formwork.schemas.registry import load_schema
+    from formwork.tasks.engines.base import Completion
+    from formwork.tasks.extract import formatting_grammar
+    from formwork.tasks.grounding import dates
+    from formwork.tasks.validate import judge
+
+    calls = []
+    read = dates.WrittenDates.readings
+    monkeypatch.setattr(dates.WrittenDates, "readings", lambda self: calls.append(1) or read(self))
+    text, meta = (
+        "Lunch with Ana on 4 March 2024, 18.40 EUR (shared reading test)",
+        {"reference_date": "2024-03-09"},
+    )
+    expense = load_schema("expense")
+    grammar = formatting_grammar(expense, text, meta, grounded=True)
+    assert "2024-03-04" in grammar["properties"]["date"]["enum"]
+    shaped = Completion('{"who":"Ana","date":"2024-03-04","amount":18.4,"currency":"EUR","category":"meals",'
+                        '"project":null}', "stop", 1, 1, 0.1, "m")  # fmt: skip
+    for _ in range(2):  # two attempts judged
+        verdict = judge(expense, text, Completion("notes", "stop", 1, 1, 0.1, "m"), shaped, meta=meta)
+        assert not [e for e in verdict.errors if "does not appear" in e], verdict.errors
+    assert len(calls) == 1  # read once for the grammar, reused by both judgements
+
+
+def test_the_date_reader_asks_dateparser_no_run_with_a_word_no_locale_knows(monkeypatch) -> None:
+    import dateparser
+
+    from formwork.tasks.grounding.dates import WrittenDates, known
+
+    asked: list[str] = []
+    parse = dateparser.parse
+    monkeypatch.setattr(dateparser, "parse", lambda phrase, **kw: asked.append(phrase) or parse(phrase, **kw))
+    readings = WrittenDates("Taxi airport 3 March 2024 hier", date(2024, 3, 9), "meta").readings()
+    assert not known("airport") and known("hier") and known("de")  # French "yesterday"; a locale word
+    assert asked and not [p for p in asked if "airport" in p]
+    assert {r.value for r in readings} >= {date(2024, 3, 3), date(2024, 3, 8)}
+
+
+def test_the_built_in_contact_email_field_is_offered_only_the_addresses_the_text_writes() -> None:
+    from formwork.tasks.extract import formatting_grammar
+
+    text = "Jo Smith | Acme Ltd | jo.smith@acme.io | +44 20 7946 0958 | www.acme.io"
+    fields = formatting_grammar(load_schema("contact"), text, None, grounded=True)["properties"]
+    assert fields["email"]["enum"] == ["jo.smith@acme.io", None]  # x-format email, checked after decoding
+    assert "Jo Smith" in fields["name"]["enum"] and "+44 20 7946 0958" in fields["phone"]["enum"]

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 EXPENSE = load_schema("expense")
 TEXT = "Taxi from the airport to the hotel, 35 EUR, March 3rd 2024 (Tom)"
 MESSAGES = single_pass_messages(EXPENSE, TEXT, "one-pass")
-GROUNDED = grounded_body(EXPENSE.grammar_body, TEXT, date(2024, 3, 5), annotated=EXPENSE.checked_body)
+GROUNDED = grounded_body(EXPENSE.grammar_body, TEXT, date(2024, 3, 5), checked=EXPENSE.checked_body)
 
 
 def written(data: dict) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from datetime import date
+from functools import lru_cache
 
 from formwork.tasks.grounding.dates import WrittenDates, numeric_readings
 
@@ -23,6 +24,7 @@ STATED = re.compile(
 NEAR = 24  # the date must start within this many characters after the phrase ("Friday 2024-03-22")
 
 
+@lru_cache(maxsize=64)
 def stated_reference(text: str) -> tuple[date, str] | None:
     """The first absolute date the text states as the day it was written, and the anchor label
     ("text: Sent on 2024-06-10"); None if the text states none."""

@@ -2,37 +2,52 @@
 
 Selection beats generation for a small model: a grammar that allows a field only the values its text
 holds turns writing an amount into choosing one, and a value it can only copy is grounded by
-construction. The candidates come from the same reader as the grounding check (`ValueFinder`'s
-readings for numbers and dates, spans of the text for quotes), so what is proposed is what the checker
-accepts. Per field rule (schemas.annotations):
+construction. The candidates come from the same reading as the grounding check (`record_values`:
+one `ValueFinder` per record text, shared with `evidence.Source`, so dates and numbers are read once
+per record whoever asks first), and each field keeps only the candidates its own checked node
+accepts (type, pattern, format and `x-format`, min/maxLength, minimum/maximum, multipleOf: the
+jsonschema validator and the semantic checks that validation runs), so what is proposed is what the
+judge accepts. Per field rule (schemas.annotations):
 
 - `value` numbers: every reading of every number, as JSON numbers;
 - `value` dates: every date, relative ones resolved against the reference date, as ISO dates;
 - `quote` strings: word n-grams inside one line up to the field's `maxLength` (CJK characters count as
   words), plus every e-mail address and phone number, each copied exactly as written;
-- null, where the schema allows it; `none` fields (enums, booleans, derived values) keep their node.
+- `x-base-form` quote strings: each span also in its base form (the text's "eggs" offers "egg");
+- an enum with `x-aliases`: the labels the text writes, when it writes any (tasks.grounding.aliases);
+- null, where the schema allows it; other `none` fields (enums, booleans, derived values) keep their node.
 
-Bounds, so a long text cannot make a grammar too large to compile in time: at most `MAX_WORDS` words
-per span, `MAX_QUOTES` spans per field (shorter spans, and earlier ones, first: labels are short),
-`MAX_VALUES` numbers or dates per field (in text order).
+Bounds. XGrammar's compile time grows with the number of enum strings in the schema, about 0.1 ms
+each against the bundled model's 49k vocabulary (their length and `any_whitespace` matter little;
+BENCHMARKS section 15), and a per-record schema is never in a cache; the formatting pass it serves
+takes ~0.6-1.2 s on an idle embedded engine, so the grammar's share stays near 5% only with a few
+hundred strings in all (expense fits, four-quote-field contact does not yet). Hence at most
+`MAX_WORDS` words per span and `MAX_CANDIDATES` values per field, chosen in this order so that the
+likely ones survive the cut: e-mails and phone numbers, then what the reasoning notes mention (the
+model's own intent, when the notes are given), then shorter spans before longer and earlier before
+later (labels are short). Numbers and dates keep text order after the ones the notes mention.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from datetime import date
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 import regex
 
 from formwork.schemas.annotations import Rule, rule_for, value_types
+from formwork.schemas.paths import EMAIL as EMAIL_SHAPE
+from formwork.schemas.paths import semantic_errors
+from formwork.schemas.validator import validator_class
 from formwork.tasks.grounding.aliases import written_labels
 from formwork.tasks.grounding.evidence import LEMMA_LANGUAGES
-from formwork.tasks.grounding.values import ValueFinder
+from formwork.tasks.grounding.values import ValueFinder, record_values
 
 MAX_WORDS = 8
-MAX_QUOTES = 300
-MAX_VALUES = 100
+MAX_CANDIDATES = 100
 WORD = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]|[\p{L}\p{N}](?:[\p{L}\p{N}'’.&+\-/]*[\p{L}\p{N}])?")
 EMAIL = regex.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
 PHONE = regex.compile(r"\+?\d[\d\s().\-/]{5,}\d")
@@ -42,24 +57,78 @@ def _number(value: Decimal) -> int | float:
     return int(value) if value == value.to_integral_value() else float(value)
 
 
-def quote_spans(text: str, max_length: int) -> list[str]:
-    """Word n-grams within each line (exact slices of the text), e-mails and phones; bounded."""
+class Mentions:
+    """What the reasoning notes mention, word for word (the words of `WORD`, case-folded, so CJK
+    characters count one by one): "2" is not mentioned by "77.25", nor "Jo" by "Jones"."""
+
+    def __init__(self, notes: str):
+        words = [m.group().casefold() for m in WORD.finditer(notes)]
+        self.ngrams = {
+            tuple(words[i : i + n]) for n in range(1, MAX_WORDS + 1) for i in range(len(words) - n + 1)
+        }
+
+    def __bool__(self) -> bool:
+        return bool(self.ngrams)
+
+    def __contains__(self, written: str) -> bool:
+        return self.said(tuple(m.group().casefold() for m in WORD.finditer(written)))
+
+    def said(self, words: tuple[str, ...]) -> bool:
+        return words in self.ngrams
+
+
+@lru_cache(maxsize=16)
+def quote_spans(text: str, max_length: int, notes: str = "") -> tuple[str, ...]:
+    """Word n-grams within each line (exact slices of the text) and e-mails and phones, unbounded,
+    in the order the bound keeps them: tokens, then spans the notes mention, then short and early
+    (kept for the last few texts: fields of one record differ only in `max_length`)."""
     found: dict[str, None] = {}
     for token in (*EMAIL.finditer(text), *PHONE.finditer(text)):
         found[token.group()] = None
-    spans: list[tuple[int, int, str]] = []
+    mentioned = Mentions(notes)
+    noted = bool(mentioned)
+    spans: list[tuple[bool, int, int, str]] = []
     for line in regex.finditer(r"[^\n]+", text):
-        words = [(m.start() + line.start(), m.end() + line.start()) for m in WORD.finditer(line.group())]
+        found_words = list(WORD.finditer(line.group()))
+        words = [(m.start() + line.start(), m.end() + line.start()) for m in found_words]
+        folded = [m.group().casefold() for m in found_words]
         for n in range(1, MAX_WORDS + 1):
             for i in range(len(words) - n + 1):
                 start, end = words[i][0], words[i + n - 1][1]
                 if end - start <= max_length:
-                    spans.append((n, start, text[start:end]))
-    for _, _, span in sorted(spans, key=lambda s: (s[0], s[1])):
-        if len(found) >= MAX_QUOTES:
-            break
-        found[span] = None
-    return list(found)
+                    said = noted and mentioned.said(tuple(folded[i : i + n]))
+                    spans.append((not said, n, start, text[start:end]))
+    ordered = [span for *_, span in sorted(spans)]
+    found.update(dict.fromkeys(ordered))
+    return tuple(found)
+
+
+def admits(root: dict[str, Any], node: dict[str, Any], text: str) -> Callable[[Any], bool]:
+    """Whether validation would accept a value at `node` (its checked form): the draft's jsonschema
+    validator with formats, then the semantic checks. A string's own `maxLength`, `pattern` and e-mail
+    shape are tried first, being necessary and far cheaper (a long text has thousands of spans)."""
+    cls = validator_class(root)
+    validator = cls(node, format_checker=cls.FORMAT_CHECKER)
+    pattern = regex.compile(node["pattern"]) if isinstance(node.get("pattern"), str) else None
+    email = "email" in (node.get("format"), node.get("x-format"))
+    longest = node.get("maxLength")
+
+    def check(value: Any) -> bool:
+        if isinstance(value, str):
+            if (longest is not None and len(value) > longest) or (email and not EMAIL_SHAPE.match(value)):
+                return False
+            if pattern is not None and not pattern.search(value):
+                return False
+        return validator.is_valid(value) and not semantic_errors(node, value, text)
+
+    return check
+
+
+def _mentioned_first(values: list[tuple[Any, str]], notes: str) -> list[Any]:
+    """Values (each with the text that writes it) with the ones the notes mention first."""
+    mentioned = Mentions(notes)
+    said = [v for v, written in values if mentioned and (written in mentioned or str(v) in mentioned)]
+    return [*said, *(v for v, _ in values)]
 
 
 def base_forms(span: str) -> list[str]:
@@ -76,61 +145,76 @@ def base_forms(span: str) -> list[str]:
     return [in_base_form(span, lang) for lang in LEMMA_LANGUAGES]
 
 
-def _candidates(
-    node: dict[str, Any], annotated: dict[str, Any], rule: Rule, finder: ValueFinder
-) -> list[Any] | None:
-    """The values `node` may take under grounded decoding; None: the field keeps its own node.
-    `annotated` is the same field in the checked body, which keeps the `x-` annotations."""
-    types = value_types(node)
+def _pool(
+    node: dict[str, Any], check: dict[str, Any], rule: Rule, finder: ValueFinder, notes: str
+) -> Iterable[Any] | None:
+    """Every value `node` could take under grounded decoding, likeliest first; None: keep the node.
+    `check` is the same field in the checked body, which keeps the `x-` annotations."""
+    types, text = value_types(node), finder.text
     if rule == "value" and types & {"number", "integer"}:
-        values = [_number(r.value) for r in finder.number_readings() if isinstance(r.value, Decimal)]
-        if types == {"integer"}:
-            values = [v for v in values if isinstance(v, int)]
-    elif rule == "value" and node.get("format") == "date":
-        values = [r.value.isoformat() for r in finder.date_readings() if isinstance(r.value, date)]
-    elif rule == "quote" and types == {"string"} and "format" not in node and "pattern" not in node:
-        values = quote_spans(finder.text, int(node.get("maxLength", 200)))
-        if annotated.get("x-base-form") is True:
-            values = [form for span in values for form in (span, *base_forms(span))]
-    elif rule == "none" and (written := written_labels(annotated, finder.text)):
-        values = list(written)  # an aliased enum: only the labels the text writes (tasks.grounding.aliases)
-    else:
-        return None
-    values = list(dict.fromkeys(values))[: MAX_QUOTES if rule == "quote" else MAX_VALUES]
-    nullable = "null" in (node.get("type") or []) or None in node.get("enum", [])
-    return [*values, None] if nullable else values
+        readings = [r for r in finder.number_readings() if isinstance(r.value, Decimal)]
+        return _mentioned_first([(_number(r.value), text[r.span[0] : r.span[1]]) for r in readings], notes)
+    if rule == "value" and node.get("format") == "date":
+        readings = [r for r in finder.date_readings() if isinstance(r.value, date)]
+        return _mentioned_first([(r.value.isoformat(), text[r.span[0] : r.span[1]]) for r in readings], notes)
+    if rule == "quote" and types == {"string"}:
+        spans = quote_spans(text, int(node.get("maxLength", 200)), notes)
+        if check.get("x-base-form") is True:
+            return [form for span in spans for form in (span, *base_forms(span))]
+        return spans
+    if rule == "none" and (written := written_labels(check, text)):
+        return list(written)  # an aliased enum: only the labels the text writes (tasks.grounding.aliases)
+    return None
+
+
+def _bounded(pool: Iterable[Any], accepts: Callable[[Any], bool]) -> list[Any]:
+    """The first MAX_CANDIDATES distinct values of `pool` that the field accepts."""
+    chosen: dict[Any, None] = {}
+    for value in pool:
+        key = (type(value), value)
+        if key not in chosen and accepts(value):
+            chosen[key] = value
+            if len(chosen) >= MAX_CANDIDATES:
+                break
+    return list(chosen.values())
 
 
 def grounded_body(
-    body: dict[str, Any], text: str, reference: date | None = None, annotated: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """`body` (a grammar body) with every `quote` or `value` field, at any depth, replaced by an enum of
-    its candidates. The rules are read from `annotated`, the checked body the judge grounds with: the
-    grammar body has lost its `x-` annotations, so a field marked `x-grounding: none` would otherwise be
-    narrowed to what its text holds (a quantity that is 1 "when no number is given" could not be 1)."""
-    finder = ValueFinder(text, reference)
+    body: dict[str, Any], text: str, reference: date | None = None, *, checked: dict[str, Any] | None = None,
+    anchor: str | None = None, notes: str = "",
+) -> dict[str, Any]:  # fmt: skip
+    """`body` (the grammar body) with every `quote` or `value` field, at any depth, replaced by an enum
+    of its candidates. `checked` is the body validation reads (the same tree with the keywords the
+    grammar drops: `x-format`, `multipleOf`, and the rules: without it, a field marked `x-grounding:
+    none`, such as a quantity that is 1 "when no number is given", would be narrowed to the text's
+    numbers), `reference` and `anchor` the record's reference date as
+    the judge gets them, `notes` the reasoning pass's text, which orders the candidates."""
+    finder = record_values(text, reference, anchor)
+    root = checked if checked is not None else body
 
-    def visit(node: Any, twin: Any, inherited: Rule | None) -> Any:
+    def visit(node: Any, check: Any, inherited: Rule | None) -> Any:
         if not isinstance(node, dict):
             return node
-        twin = twin if isinstance(twin, dict) else node
-        rule = rule_for(twin, inherited)
-        passed: Rule | None = "none" if twin.get("x-grounding") == "none" else inherited
+        check = check if isinstance(check, dict) else node
+        rule = rule_for(check, inherited)  # the grammar body has lost its x- keys; the checked one has them
+        passed: Rule | None = "none" if check.get("x-grounding") == "none" else inherited
         if "properties" in node or "items" in node:
             copy = dict(node)
             if "properties" in node:
-                twins = twin.get("properties") or {}
+                inner = check.get("properties") or {}
                 copy["properties"] = {
-                    k: visit(v, twins.get(k), passed) for k, v in node["properties"].items()
+                    k: visit(v, inner.get(k), passed) for k, v in node["properties"].items()
                 }
             if isinstance(node.get("items"), dict):
-                copy["items"] = visit(node["items"], twin.get("items"), passed)
+                copy["items"] = visit(node["items"], check.get("items"), passed)
             return copy
-        values = _candidates(node, twin, rule, finder)
-        if values is None:
+        pool = _pool(node, check, rule, finder, notes)
+        if pool is None:
             return node
-        if not [v for v in values if v is not None]:
-            return {"type": "null"} if None in values else node  # nothing to choose: only null, or as is
-        return {"enum": values}
+        values = _bounded(pool, admits(root, check, text))
+        nullable = "null" in (node.get("type") or []) or None in node.get("enum", [])
+        if not values:
+            return {"type": "null"} if nullable else node  # nothing to choose: only null, or as is
+        return {"enum": [*values, None] if nullable and None not in values else values}
 
-    return visit(body, annotated, None)
+    return visit(body, root, None)

@@ -28,8 +28,7 @@ from typing import Any, Literal
 
 from formwork.schemas.annotations import Rule, rule_for
 from formwork.tasks.grounding.aliases import written_labels
-from formwork.tasks.grounding.anchors import stated_reference
-from formwork.tasks.grounding.values import ValueFinder
+from formwork.tasks.grounding.values import record_values
 
 Kind = Literal["exact", "normalised", "fuzzy", "derived", "none"]
 FUZZY_THRESHOLD = 90.0  # RapidFuzz ratio (0-100) of the value against the aligned, word-extended span
@@ -141,9 +140,7 @@ class Source:
         one, a date the text states as its own ("Sent on 2024-06-10", 今天是…) is used, marked so."""
         self.text = text
         self.folded, self.where = _fold(text)
-        if reference is None and (stated := stated_reference(text)):
-            reference, anchor = stated
-        self.values = ValueFinder(text, reference, anchor or ("given" if reference else None))
+        self.values = record_values(text, reference, anchor)  # read once, shared with the candidates
 
     def _unfold(self, start: int, end: int) -> tuple[int, int]:
         return self.where[start], self.where[end - 1] + 1

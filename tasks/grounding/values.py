@@ -8,6 +8,10 @@ The reader enumerates every reading of the text once (`number_readings`, `date_r
 written number or date can mean, where, and how it was read); the checkers `number` and `date` only
 look a value up in that enumeration, so what grounding accepts and what a candidate generator may
 propose are one and the same list. The readers themselves live in `numbers` and `dates`.
+
+`record_values` is that enumeration for one record: the formatting grammar's candidates
+(`candidates`) and the grounding check (`evidence.Source`) both take it from there, so a record's
+dates and numbers (the costliest reading: dateparser) are read once, not once per use and attempt.
 """
 
 from __future__ import annotations
@@ -16,15 +20,16 @@ import re
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal, InvalidOperation
-from functools import cached_property
+from functools import cached_property, lru_cache
 
+from formwork.tasks.grounding.anchors import stated_reference
 from formwork.tasks.grounding.cjk_dates import cjk_readings, month_day_spans
 from formwork.tasks.grounding.dates import WrittenDates, numeric_readings
 from formwork.tasks.grounding.numbers import digit_readings
 from formwork.tasks.grounding.numerals import han_readings, word_readings
 from formwork.tasks.grounding.reading import Kind, Reading, inside
 
-__all__ = ["Kind", "Reading", "ValueFinder", "ValueMatch", "inside"]
+__all__ = ["Kind", "Reading", "ValueFinder", "ValueMatch", "inside", "record_values"]
 
 ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 RANK = {"exact": 0, "normalised": 1, "derived": 2}
@@ -129,3 +134,14 @@ class ValueFinder:
             return None
         numeric = _best([r for r in self._numeric_dates if r.value == wanted])
         return numeric or _best([r for r in self._written_dates if r.value == wanted])
+
+
+@lru_cache(maxsize=64)
+def record_values(text: str, reference: date | None = None, anchor: str | None = None) -> ValueFinder:
+    """The one reading of a record's text, shared by its candidates and its grounding check (and by
+    every attempt); kept for the last 64 texts. `reference` comes from the record (`anchor` says
+    where: "meta reference_date"); without one, a date the text states as its own ("Sent on
+    2024-06-10", 今天是…) is used, and the evidence says so."""
+    if reference is None and (stated := stated_reference(text)):
+        reference, anchor = stated
+    return ValueFinder(text, reference, anchor or ("given" if reference else None))
