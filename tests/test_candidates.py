@@ -5,9 +5,12 @@ from __future__ import annotations
 from datetime import date
 
 from formwork.schemas.registry import load_schema
+from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.grounding import candidates
 from formwork.tasks.grounding.candidates import grounded_body, quote_spans
 from formwork.tasks.grounding.evidence import ground
+
+GROUNDED = ExtractOptions(grounded_decoding=True)
 
 BODY = {
     "type": "object",
@@ -94,10 +97,8 @@ def test_nested_line_items_get_their_own_candidates() -> None:
 def test_a_field_marked_x_grounding_none_keeps_its_node_in_the_schemas_own_body() -> None:
     """The grammar body drops `x-` keys, so the rules must come from the checked body: shopping_list's
     quantity (`none`, "1 when no number is given") would otherwise be narrowed to the text's numbers."""
-    from formwork.tasks.calls import ExtractOptions
-
     schema = load_schema("shopping_list")
-    grammar = ExtractOptions(grounded_decoding=True).formatting_grammar(schema, "buy 2 eggs and milk", None)
+    grammar = GROUNDED.formatting_grammar(schema, "buy 2 eggs and milk", None)
     item = grammar["properties"]["items"]["items"]["properties"]
     assert "enum" not in item["quantity"] and item["quantity"]["minimum"] == 1
     assert "enum" in item["name"] and "enum" in grammar["properties"]["store"]
@@ -162,7 +163,6 @@ def test_a_date_field_keeps_only_dates_in_its_range_of_format() -> None:
 def test_candidates_and_the_grounding_check_share_one_reading(monkeypatch) -> None:
     from formwork.schemas.registry import load_schema
     from formwork.tasks.engines.base import Completion
-    from formwork.tasks.extract import formatting_grammar
     from formwork.tasks.grounding import dates
     from formwork.tasks.validate import judge
 
@@ -174,7 +174,7 @@ def test_candidates_and_the_grounding_check_share_one_reading(monkeypatch) -> No
         {"reference_date": "2024-03-09"},
     )
     expense = load_schema("expense")
-    grammar = formatting_grammar(expense, text, meta, grounded=True)
+    grammar = GROUNDED.formatting_grammar(expense, text, meta)
     assert "2024-03-04" in grammar["properties"]["date"]["enum"]
     shaped = Completion('{"who":"Ana","date":"2024-03-04","amount":18.4,"currency":"EUR","category":"meals",'
                         '"project":null}', "stop", 1, 1, 0.1, "m")  # fmt: skip
@@ -199,9 +199,8 @@ def test_the_date_reader_asks_dateparser_no_run_with_a_word_no_locale_knows(monk
 
 
 def test_the_built_in_contact_email_field_is_offered_only_the_addresses_the_text_writes() -> None:
-    from formwork.tasks.extract import formatting_grammar
 
     text = "Jo Smith | Acme Ltd | jo.smith@acme.io | +44 20 7946 0958 | www.acme.io"
-    fields = formatting_grammar(load_schema("contact"), text, None, grounded=True)["properties"]
+    fields = GROUNDED.formatting_grammar(load_schema("contact"), text, None)["properties"]
     assert fields["email"]["enum"] == ["jo.smith@acme.io", None]  # x-format email, checked after decoding
     assert "Jo Smith" in fields["name"]["enum"] and "+44 20 7946 0958" in fields["phone"]["enum"]
