@@ -29,6 +29,8 @@ CONTACT = load_schema("contact")
         ("1,234,567.89 USD", 1234567.89, 1234.56789),
         ("1,234", 1234, 12.34),  # three digits after the comma: grouping or decimals, both kept
         ("1,234", 1.234, 123.4),
+        ("Client lunch, ₹1,25,000", 125000, 125),  # Indian grouping: lakh
+        ("Budget Rs 1,00,00,000", 10000000, 100),  # and crore
     ],
 )
 def test_a_separator_groups_thousands_only_before_exactly_three_digits(text, backed, not_backed) -> None:

@@ -41,8 +41,12 @@ def identifiers(text: str) -> list[tuple[int, int]]:
 
 
 def _grouped(digits: list[str]) -> bool:
-    """True when digit groups read as thousands: 1 to 3 digits first, exactly three in every group after."""
-    return 1 <= len(digits[0]) <= 3 and all(len(group) == 3 for group in digits[1:])
+    """True when digit groups read as thousands: 1 to 3 digits first, exactly three in every group after;
+    or the Indian way (lakh, crore: "1,25,000", "1,00,00,000"): 1 or 2 digits first, two in every group
+    after but the last, which has three."""
+    western = 1 <= len(digits[0]) <= 3 and all(len(group) == 3 for group in digits[1:])
+    indian = len(digits) >= 3 and 1 <= len(digits[0]) <= 2 and len(digits[-1]) == 3
+    return western or (indian and all(len(group) == 2 for group in digits[1:-1]))
 
 
 def token_values(token: str) -> set[Decimal]:
