@@ -66,8 +66,11 @@ def test_cjk_text_is_cut_into_character_spans() -> None:
 def test_candidate_sets_are_bounded_on_long_texts() -> None:
     text = " ".join(f"word{i} {i}.5" for i in range(3000))  # ~6,000 numbers and words on one line
     body = grounded_body(BODY, text)
-    assert len(body["properties"]["who"]["enum"]) == candidates.MAX_CANDIDATES + 1  # + null
-    assert len(body["properties"]["amount"]["enum"]) == candidates.MAX_CANDIDATES + 1
+    sizes = [len(node.get("enum", [])) for node in body["properties"].values()]
+    assert max(sizes) <= candidates.MAX_CANDIDATES + 1  # + null
+    assert sum(sizes) <= candidates.MAX_TOTAL + len(sizes)  # and the record's cap, shared
+    alone = grounded_body({"type": "object", "properties": {"who": BODY["properties"]["who"]}}, text)
+    assert len(alone["properties"]["who"]["enum"]) == candidates.MAX_CANDIDATES + 1
 
 
 def test_what_the_notes_mention_survives_the_bound() -> None:
@@ -204,3 +207,18 @@ def test_the_built_in_contact_email_field_is_offered_only_the_addresses_the_text
     fields = GROUNDED.formatting_grammar(load_schema("contact"), text, None)["properties"]
     assert fields["email"]["enum"] == ["jo.smith@acme.io", None]  # x-format email, checked after decoding
     assert "Jo Smith" in fields["name"]["enum"] and "+44 20 7946 0958" in fields["phone"]["enum"]
+
+
+def test_a_record_keeps_at_most_max_total_candidates_shared_fairly() -> None:
+    """Compile time grows with the strings in all fields; a field with few candidates keeps them all."""
+    schema = load_schema("contact")
+    lines = [
+        f"Person Number{i} at Company{i} Ltd, call +44 20 7946 {1000 + i}, p{i}@example.com"
+        for i in range(90)
+    ]
+    fields = GROUNDED.formatting_grammar(schema, "\n".join(lines), None)["properties"]
+    sizes = {k: len([v for v in node["enum"] if v is not None]) for k, node in fields.items()}
+    assert sum(sizes.values()) <= candidates.MAX_TOTAL and min(sizes.values()) == candidates.MAX_TOTAL // 4
+    short = GROUNDED.formatting_grammar(schema, "Jane Morrison, Brightwave Ltd, jane@bw.co.uk", None)
+    assert short["properties"]["email"]["enum"] == ["jane@bw.co.uk", None]  # unbound by the record's cap
+    assert candidates._shares([150, 3, 10, 150]) == [93, 3, 10, 94]

@@ -21,8 +21,10 @@ Bounds. XGrammar's compile time grows with the number of enum strings in the sch
 each against the bundled model's 49k vocabulary (their length and `any_whitespace` matter little;
 BENCHMARKS section 15), and a per-record schema is never in a cache; the formatting pass it serves
 takes ~0.6-1.2 s on an idle embedded engine, so the grammar's share stays near 5% only with a few
-hundred strings in all (expense fits, four-quote-field contact does not yet). Hence at most
-`MAX_WORDS` words per span and `MAX_CANDIDATES` values per field, chosen in this order so that the
+hundred strings in all. Hence at most `MAX_WORDS` words per span, `MAX_CANDIDATES` values per field
+and `MAX_TOTAL` per record, shared fairly (a field with fewer candidates keeps them all, the rest is
+split evenly among the others: a long signature's name and organization then get ~90 each, not 100
+each beside 100 phone-shaped spans), each field's chosen in this order so that the
 likely ones survive the cut: e-mails and phone numbers, then what the reasoning notes mention (the
 model's own intent, when the notes are given), then shorter spans before longer and earlier before
 later (labels are short). Numbers and dates keep text order after the ones the notes mention.
@@ -48,6 +50,7 @@ from formwork.tasks.grounding.values import ValueFinder, record_values
 
 MAX_WORDS = 8
 MAX_CANDIDATES = 100
+MAX_TOTAL = 200
 WORD = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]|[\p{L}\p{N}](?:[\p{L}\p{N}'’.&+\-/]*[\p{L}\p{N}])?")
 EMAIL = regex.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
 PHONE = regex.compile(r"\+?\d[\d\s().\-/]{5,}\d")
@@ -191,6 +194,7 @@ def grounded_body(
     the judge gets them, `notes` the reasoning pass's text, which orders the candidates."""
     finder = record_values(text, reference, anchor)
     root = checked if checked is not None else body
+    chosen: list[tuple[dict[str, Any], list[Any], bool]] = []  # (enum node, candidates, nullable)
 
     def visit(node: Any, check: Any, inherited: Rule | None) -> Any:
         if not isinstance(node, dict):
@@ -215,6 +219,21 @@ def grounded_body(
         nullable = "null" in (node.get("type") or []) or None in node.get("enum", [])
         if not values:
             return {"type": "null"} if nullable else node  # nothing to choose: only null, or as is
-        return {"enum": [*values, None] if nullable and None not in values else values}
+        enum: dict[str, Any] = {}
+        chosen.append((enum, values, nullable and None not in values))
+        return enum
 
-    return visit(body, root, None)
+    grounded = visit(body, root, None)
+    for (enum, values, nullable), share in zip(chosen, _shares([len(v) for _, v, _ in chosen]), strict=True):
+        enum["enum"] = [*values[:share], *([None] if nullable else [])]
+    return grounded
+
+
+def _shares(sizes: list[int], total: int = MAX_TOTAL) -> list[int]:
+    """How many candidates each field keeps so that all keep at most `total`: smallest first, each
+    keeps all it has up to an even split of what is left (at least one)."""
+    shares, left = [0] * len(sizes), total
+    for k, i in enumerate(sorted(range(len(sizes)), key=sizes.__getitem__)):
+        shares[i] = max(1, min(sizes[i], left // (len(sizes) - k)))
+        left -= shares[i]
+    return shares
