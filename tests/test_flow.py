@@ -73,7 +73,8 @@ def test_records_are_stored_before_any_model_sees_them(
                 seen.append(_count(sessions, select(func.count(Record.id))))
             return local_engine.complete(*args, **kwargs)
 
-    monkeypatch.setattr(formwork.tasks.engines, "open_engines", lambda settings, schema_body=None: (Spy(), Spy()))
+    spies = lambda settings, schema_body=None: (Spy(), Spy())  # noqa: E731
+    monkeypatch.setattr(formwork.tasks.engines, "open_engines", spies)
     batch_extract(str(write_jsonl(GOOD)), "expense", db_url=db_url)
     assert seen == [2]
 
