@@ -15,6 +15,7 @@ CAD, not the USD of its "$".
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import regex
@@ -23,6 +24,7 @@ Spans = tuple[tuple[int, int], ...]
 MAX_SPANS = 8
 
 
+@lru_cache(maxsize=1024)  # the same few terms, for every value judged and every record's candidates
 def _pattern(term: str) -> regex.Pattern[str]:
     return regex.compile(r"(?<!\p{Latin})" + regex.escape(term) + r"(?!\p{Latin})", regex.IGNORECASE)
 
