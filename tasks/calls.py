@@ -15,7 +15,7 @@ from formwork.tasks.engines.base import Completion, Engine, EngineError, JsonSch
 from formwork.tasks.grounding.candidates import grounded_body
 from formwork.tasks.prompts import prompt_hash
 from formwork.tasks.settings import Settings
-from formwork.tasks.validate import Verdict, reference_date
+from formwork.tasks.validate import Verdict, anchored_reference
 
 PassName = Literal["reasoning", "formatting"]
 RANK = {"ok": 2, "partial": 1, "failed": 0}
@@ -74,8 +74,7 @@ class ExtractOptions:
         `judge` reads it, so the candidates and the check share one reading of the text."""
         if not schema.body.get("x-grounded-decoding", self.grounded_decoding):
             return schema.grammar_body
-        reference = reference_date(meta, self.reference_date_field)
-        anchor = f"meta {self.reference_date_field}" if reference else None
+        reference, anchor = anchored_reference(meta, self.reference_date_field)
         body, checked = schema.grammar_body, schema.checked_body
         return grounded_body(body, text, reference, checked=checked, anchor=anchor, notes=notes)
 

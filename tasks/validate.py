@@ -95,6 +95,13 @@ def reference_date(meta: dict[str, Any] | None, field: str = "reference_date") -
         return None
 
 
+def anchored_reference(meta: dict[str, Any] | None, field: str) -> tuple[date | None, str | None]:
+    """The record's reference date and where it came from (its evidence anchor), as the judge and the
+    grounded grammar both read it."""
+    reference = reference_date(meta, field)
+    return reference, f"meta {field}" if reference else None
+
+
 def _nullable(node: dict[str, Any]) -> bool:
     declared = node.get("type")
     return (
@@ -148,8 +155,7 @@ def _evidence_errors(
     `x-min-confidence` overrides both, and a bound above 1 can never be met (an uncalibrated choice).
 
     A value inside a path that already failed validation is not judged again."""
-    reference = reference_date(meta, reference_field)
-    anchor = f"meta {reference_field}" if reference else None
+    reference, anchor = anchored_reference(meta, reference_field)
     evidence = ground(schema.checked_body, data, source, reference, anchor=anchor)
     formatting = renormalised(formatting, data)  # a server's logprobs from before its mask, if any
     confidences = field_confidences(schema.checked_body, data, formatting)
