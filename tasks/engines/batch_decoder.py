@@ -18,84 +18,21 @@ slot a moment before the formatting call it was kept for arrives.
 
 from __future__ import annotations
 
-import codecs
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from formwork.tasks.engines.base import (
-    EngineError,
-    EngineUnavailable,
-    FinishReason,
-    RequestRejected,
-    Sampling,
-)
+from formwork.tasks.engines.base import EngineError, EngineUnavailable, FinishReason, RequestRejected
+from formwork.tasks.engines.batch_jobs import Job, Slot, Timings, shared_prefix
 from formwork.tasks.engines.forcing import Forcer
 from formwork.tasks.engines.grammar import Grammars
 from formwork.tasks.engines.llama_runtime import BATCH, LlamaRuntime
 from formwork.tasks.engines.sampling import masked_alternatives, masked_logprob, pick
 from formwork.tasks.engines.spelling import SPELLINGS, spelled_logprobs
-
-
-@dataclass(eq=False)
-class Job:
-    """One call: its prompt and settings in, its tokens, pieces and finish reason out."""
-
-    prompt: list[int]
-    budget: int
-    sampling: Sampling
-    matcher: Any = None  # an XGrammar matcher for constrained calls
-    forced: bytes | None = None  # teacher forcing: the answer to write instead of picking (forcing.py)
-    written: int = 0  # bytes written so far: where a forced job is in `forced`
-    output: list[int] = field(default_factory=list)
-    pieces: list[str] = field(default_factory=list)
-    logprobs: list[float] = field(default_factory=list)
-    others: list[list[tuple[int, float]]] = field(default_factory=list)  # per step, other allowed tokens
-    finish: FinishReason | None = None
-    error: EngineError | None = None
-    started: float = 0.0
-    finished: float = 0.0
-    next_token: int = -1  # picked, not yet evaluated
-    done: threading.Event = field(default_factory=threading.Event)
-
-    def __post_init__(self) -> None:
-        self.rng = np.random.default_rng(self.sampling.seed)
-        self.text = codecs.getincrementaldecoder("utf-8")(errors="replace")
-
-
-@dataclass
-class Slot:
-    """One sequence of the context: the tokens in its KV cache and the job decoding there, if any."""
-
-    index: int
-    tokens: list[int] = field(default_factory=list)
-    job: Job | None = None
-    freed: int = 0  # when it was last freed, in jobs finished; smaller means longer ago
-    prompt_length: int = 0  # of the last job's prompt, the first tokens of `tokens`
-    held: bool = False  # the last job was free text: kept for the call that continues it
-
-    def fit(self, prompt: list[int]) -> tuple[bool, int, int]:
-        """How well a new prompt fits here; the largest wins (eligible, shared prefix, age)."""
-        shared = _shared(self.tokens, prompt)
-        return (not self.held or shared >= self.prompt_length, shared, -self.freed)
-
-
-@dataclass
-class Timings:
-    """Where the decode thread's time went, summed over its life (the benchmarks read it)."""
-
-    prefill_s: float = 0.0
-    forward_s: float = 0.0  # batched decode steps
-    mask_s: float = 0.0  # XGrammar fill + applying the mask
-    steps: int = 0
-    tokens: int = 0
-    reused_tokens: int = 0  # prompt tokens found in a slot's cache, not evaluated again
-    widest: int = 0  # the most sequences decoded in one step
 
 
 class BatchDecoder:
@@ -193,7 +130,7 @@ class BatchDecoder:
         assert job is not None
         started = time.perf_counter()
         job.started = started
-        keep = _shared(slot.tokens, job.prompt[:-2])
+        keep = shared_prefix(slot.tokens, job.prompt[:-2])
         self._runtime.forget(slot.index, keep)
         del slot.tokens[keep:]
         slot.prompt_length, slot.held = len(job.prompt), job.matcher is None
@@ -285,13 +222,3 @@ class BatchDecoder:
         slot.freed = self._finished
         slot.job = None
         job.done.set()
-
-
-def _shared(cached: list[int], prompt: list[int]) -> int:
-    """How many leading tokens the two lists have in common."""
-    count = 0
-    for old, new in zip(cached, prompt, strict=False):
-        if old != new:
-            break
-        count += 1
-    return count

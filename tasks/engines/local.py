@@ -21,7 +21,8 @@ import threading
 from pathlib import Path
 
 from formwork.tasks.engines.base import Completion, JsonSchema, Message, RequestRejected, Sampling
-from formwork.tasks.engines.batch_decoder import BatchDecoder, Job, Timings
+from formwork.tasks.engines.batch_decoder import BatchDecoder
+from formwork.tasks.engines.batch_jobs import Job, Timings
 from formwork.tasks.engines.chat_prompt import ChatPrompt
 from formwork.tasks.engines.grammar import Grammars
 from formwork.tasks.engines.llama_runtime import LlamaRuntime
