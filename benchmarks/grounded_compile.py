@@ -40,7 +40,7 @@ from formwork.schemas.registry import Schema, load_schema
 from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.engines import open_engines
 from formwork.tasks.engines.base import Engine, Sampling
-from formwork.tasks.grounding.candidates import quote_spans
+from formwork.tasks.grounding.spans import quote_spans
 from formwork.tasks.grounding.values import record_values
 from formwork.tasks.prompts import formatting_messages
 from formwork.tasks.settings import Settings

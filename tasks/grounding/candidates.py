@@ -35,7 +35,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import date
 from decimal import Decimal
-from functools import lru_cache
 from typing import Any
 
 import regex
@@ -45,65 +44,16 @@ from formwork.schemas.paths import EMAIL as EMAIL_SHAPE
 from formwork.schemas.paths import semantic_errors
 from formwork.schemas.validator import validator_class
 from formwork.tasks.grounding.aliases import written_labels
-from formwork.tasks.grounding.evidence import LEMMA_LANGUAGES
+from formwork.tasks.grounding.reading import inside
+from formwork.tasks.grounding.spans import Mentions, base_forms, quote_spans
 from formwork.tasks.grounding.values import ValueFinder, record_values
 
-MAX_WORDS = 8
 MAX_CANDIDATES = 100
 MAX_TOTAL = 200
-WORD = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]|[\p{L}\p{N}](?:[\p{L}\p{N}'’.&+\-/]*[\p{L}\p{N}])?")
-EMAIL = regex.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
-PHONE = regex.compile(r"\+?\d[\d\s().\-/]{5,}\d")
 
 
 def _number(value: Decimal) -> int | float:
     return int(value) if value == value.to_integral_value() else float(value)
-
-
-class Mentions:
-    """What the reasoning notes mention, word for word (the words of `WORD`, case-folded, so CJK
-    characters count one by one): "2" is not mentioned by "77.25", nor "Jo" by "Jones"."""
-
-    def __init__(self, notes: str):
-        words = [m.group().casefold() for m in WORD.finditer(notes)]
-        self.ngrams = {
-            tuple(words[i : i + n]) for n in range(1, MAX_WORDS + 1) for i in range(len(words) - n + 1)
-        }
-
-    def __bool__(self) -> bool:
-        return bool(self.ngrams)
-
-    def __contains__(self, written: str) -> bool:
-        return self.said(tuple(m.group().casefold() for m in WORD.finditer(written)))
-
-    def said(self, words: tuple[str, ...]) -> bool:
-        return words in self.ngrams
-
-
-@lru_cache(maxsize=16)
-def quote_spans(text: str, max_length: int, notes: str = "") -> tuple[str, ...]:
-    """Word n-grams within each line (exact slices of the text) and e-mails and phones, unbounded,
-    in the order the bound keeps them: tokens, then spans the notes mention, then short and early
-    (kept for the last few texts: fields of one record differ only in `max_length`)."""
-    found: dict[str, None] = {}
-    for token in (*EMAIL.finditer(text), *PHONE.finditer(text)):
-        found[token.group()] = None
-    mentioned = Mentions(notes)
-    noted = bool(mentioned)
-    spans: list[tuple[bool, int, int, str]] = []
-    for line in regex.finditer(r"[^\n]+", text):
-        found_words = list(WORD.finditer(line.group()))
-        words = [(m.start() + line.start(), m.end() + line.start()) for m in found_words]
-        folded = [m.group().casefold() for m in found_words]
-        for n in range(1, MAX_WORDS + 1):
-            for i in range(len(words) - n + 1):
-                start, end = words[i][0], words[i + n - 1][1]
-                if end - start <= max_length:
-                    said = noted and mentioned.said(tuple(folded[i : i + n]))
-                    spans.append((not said, n, start, text[start:end]))
-    ordered = [span for *_, span in sorted(spans)]
-    found.update(dict.fromkeys(ordered))
-    return tuple(found)
 
 
 def admits(root: dict[str, Any], node: dict[str, Any], text: str) -> Callable[[Any], bool]:
@@ -132,20 +82,6 @@ def _mentioned_first(values: list[tuple[Any, str]], notes: str) -> list[Any]:
     mentioned = Mentions(notes)
     said = [v for v, written in values if mentioned and (written in mentioned or str(v) in mentioned)]
     return [*said, *(v for v, _ in values)]
-
-
-def base_forms(span: str) -> list[str]:
-    """`span` with every word in its base form, in each language the checker lemmatises: a field that
-    asks for the base form ("x-base-form": the item, singular) is backed by the text's "eggs", so its
-    candidates must offer "egg" too, or the grammar forbids the answer the checker wants."""
-    import simplemma
-
-    def in_base_form(span: str, lang: str) -> str:
-        words = regex.split(r"(\w+)", span)
-        bases = [simplemma.lemmatize(w, lang=lang) if i % 2 else w for i, w in enumerate(words)]
-        return "".join(b if b.lower() != w.lower() else w for b, w in zip(bases, words, strict=True))
-
-    return [in_base_form(span, lang) for lang in LEMMA_LANGUAGES]
 
 
 def _pool(
@@ -191,10 +127,14 @@ def grounded_body(
     grammar drops: `x-format`, `multipleOf`, and the rules: without it, a field marked `x-grounding:
     none`, such as a quantity that is 1 "when no number is given", would be narrowed to the text's
     numbers), `reference` and `anchor` the record's reference date as
-    the judge gets them, `notes` the reasoning pass's text, which orders the candidates."""
+    the judge gets them, `notes` the reasoning pass's text, which orders the candidates.
+
+    The pools are bounded only once the whole tree is seen: a quote field is not offered the words of
+    a number or a date that a `value` field anywhere in the schema reads (tasks.grounding.copies
+    refuses such a copy, so offering it would propose what the judge then rejects)."""
     finder = record_values(text, reference, anchor)
     root = checked if checked is not None else body
-    chosen: list[tuple[dict[str, Any], list[Any], bool]] = []  # (enum node, candidates, nullable)
+    pending: list[tuple[dict[str, Any], dict[str, Any], Iterable[Any], Callable[[Any], bool], Rule]] = []
 
     def visit(node: Any, check: Any, inherited: Rule | None) -> Any:
         if not isinstance(node, dict):
@@ -215,18 +155,45 @@ def grounded_body(
         pool = _pool(node, check, rule, finder, notes)
         if pool is None:
             return node
-        values = _bounded(pool, admits(root, check, text))
-        nullable = "null" in (node.get("type") or []) or None in node.get("enum", [])
-        if not values:
-            return {"type": "null"} if nullable else node  # nothing to choose: only null, or as is
-        enum: dict[str, Any] = {}
-        chosen.append((enum, values, nullable and None not in values))
-        return enum
+        placeholder: dict[str, Any] = {}
+        pending.append((placeholder, node, pool, admits(root, check, text), rule))
+        return placeholder
 
     grounded = visit(body, root, None)
+    copy_of_a_value = _value_words(finder, [node for _, node, _, _, rule in pending if rule == "value"])
+    chosen: list[tuple[dict[str, Any], list[Any], bool]] = []  # (enum node, candidates, nullable)
+    for placeholder, node, pool, accepts, rule in pending:
+        own = pool if rule != "quote" else (v for v in pool if not copy_of_a_value(v))
+        values = _bounded(own, accepts)
+        nullable = "null" in (node.get("type") or []) or None in node.get("enum", [])
+        if values:
+            chosen.append((placeholder, values, nullable and None not in values))
+        else:  # nothing to choose: only null, or the node as it is
+            placeholder.update({"type": "null"} if nullable else node)
     for (enum, values, nullable), share in zip(chosen, _shares([len(v) for _, v, _ in chosen]), strict=True):
         enum["enum"] = [*values[:share], *([None] if nullable else [])]
     return grounded
+
+
+def _value_words(finder: ValueFinder, value_nodes: list[dict[str, Any]]) -> Callable[[Any], bool]:
+    """Whether a span is written only inside the words of a number or a date that one of
+    `value_nodes` (the schema's `value` fields) can read: "12" of "Parking, 12 CAD" beside an amount,
+    "2024" of "2024-06-10" beside a date. A span the text does not write verbatim (a base form) is
+    not."""
+    spans: list[tuple[int, int]] = []
+    if any(value_types(node) & {"number", "integer"} for node in value_nodes):
+        spans += [r.span for r in finder.number_readings()]
+    if any(node.get("format") == "date" for node in value_nodes):
+        spans += [r.span for r in finder.date_readings()]
+    text = finder.text
+
+    def held(value: Any) -> bool:
+        if not spans or not isinstance(value, str) or not value:
+            return False
+        places = [(m.start(), m.end()) for m in regex.finditer(regex.escape(value), text)]
+        return bool(places) and all(inside(place, spans) for place in places)
+
+    return held
 
 
 def _shares(sizes: list[int], total: int = MAX_TOTAL) -> list[int]:
