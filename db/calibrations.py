@@ -51,7 +51,8 @@ def bounds_for(session: Session, schema: Schema, model: str, engine: str, floor:
     if found is not None and found.threshold is not None:
         threshold = max(found.threshold, floor)
         guarantee = (f"precision of ok >= {found.bound:.3f} at {found.level:.0%} confidence on "
-                     f"{found.gold_size} gold records (target {found.target:.0%})")  # fmt: skip
+                     f"{found.gold_size} gold records (target {found.target:.0%}); "
+                     f"{_kept_values(found)}")  # fmt: skip
         applied = {"calibration": found.id, "threshold": threshold, "guarantee": guarantee}
         return Bounds(threshold, threshold, applied)
     why = "no calibration for this schema, model and engine"
@@ -61,3 +62,11 @@ def bounds_for(session: Session, schema: Schema, model: str, engine: str, floor:
     applied = {"calibration": None, "threshold": values, "guarantee": f"none: {why}; conservative default, "
                f"every value needs p >= {values:g} and no enum or boolean passes"}  # fmt: skip
     return Bounds(values, NEVER, applied)
+
+
+def _kept_values(found: Calibration) -> str:
+    if found.values_bound is None:
+        claim = "not measured" if found.values_kept is None else "none kept on the gold records"
+        return f"values kept in partial rows: no bound ({claim})"
+    right = f"{found.values_correct}/{found.values_kept}"
+    return f"values kept in partial rows >= {found.values_bound:.3f} ({right})"

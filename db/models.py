@@ -236,6 +236,11 @@ class Calibration(Base):
     bound: Mapped[float] = mapped_column(Float)  # the Clopper-Pearson lower bound reached
     kept: Mapped[int] = mapped_column(Integer)
     correct: Mapped[int] = mapped_column(Integer)
+    # the values partial rows keep at the threshold, and the bound on their precision (None: none kept,
+    # or a calibration from before 0008, which certified rows only)
+    values_bound: Mapped[float | None] = mapped_column(Float)
+    values_kept: Mapped[int | None] = mapped_column(Integer)
+    values_correct: Mapped[int | None] = mapped_column(Integer)
     gold_hash: Mapped[str] = mapped_column(String(64))
     gold_size: Mapped[int] = mapped_column(Integer)
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))

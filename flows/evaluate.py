@@ -31,7 +31,15 @@ from formwork.db.store import store_records
 from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
 from formwork.schemas.registry import Schema, load_checked_schema
 from formwork.tasks.engines import engine_kind
-from formwork.tasks.evaluation.calibration import TARGET, Point, choose, curve, least_confidence, recommended
+from formwork.tasks.evaluation.calibration import (
+    TARGET,
+    Point,
+    choose,
+    curve,
+    field_confidence,
+    least_confidence,
+    recommended,
+)
 from formwork.tasks.evaluation.gold import GoldRecord, load_gold
 from formwork.tasks.evaluation.scoring import OUTCOMES, score_record, summarise
 from formwork.tasks.modes import MODES
@@ -75,11 +83,14 @@ def _score_run(session: Session, schema: Schema, run_id: int, golds: list[GoldRe
     scores = [score_record(schema, g.id, g.gold, *rows.get(g.id, missing)[:3]) for g in golds]
     # The curve asks what each threshold would keep, so a row that failed only its confidence bounds
     # counts as ok at bound 0; its least confidence then decides where it drops out.
+    # Its values (those stored, with their confidence) are what a partial row would keep at each bound.
     points = []
     for g, s in zip(golds, scores, strict=True):
         _, data, _, evidence, errors = rows.get(g.id, missing)
         ok = s.status == "ok" or (only_guesses(errors) and data is not None)
-        points.append(Point(ok, s.outcome == "all_correct", least_confidence(evidence)))
+        values = tuple((field_confidence(evidence, key), good) for key, good in s.fields.items()
+                       if data is not None and data.get(key) is not None)  # fmt: skip
+        points.append(Point(ok, s.outcome == "all_correct", least_confidence(evidence), values))
     calibration = curve(points)
     report = summarise(schema, scores, [g.gold for g in golds]).as_dict()
     kept = [(g.gold[key], s.got.get(key), good) for g, s in zip(golds, scores, strict=True)
@@ -108,6 +119,8 @@ def _calibrate(session: Session, schema: Schema, model: str, engine: str, mode: 
                       model=model, engine=engine, mode=mode, method="least-confidence",
                       threshold=chosen.threshold, target=chosen.target, level=chosen.level,
                       bound=chosen.bound, kept=chosen.kept, correct=chosen.correct,
+                      values_bound=chosen.values_bound, values_kept=chosen.values_kept,
+                      values_correct=chosen.values_correct,
                       gold_hash=_gold_hash(golds), gold_size=len(golds), run_id=run_id)  # fmt: skip
     session.add(row)
     session.flush()

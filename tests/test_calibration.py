@@ -70,3 +70,52 @@ def test_too_few_gold_rows_certify_nothing_even_when_every_one_is_right() -> Non
     assert chosen.threshold is None and chosen.bound == pytest.approx(0.1 ** (1 / 44))
     assert "no threshold reaches" in chosen.guarantee()
     assert choose([Point(True, True, 0.99)] * 44, target=0.9).threshold == 0.0  # the loosest passes
+
+
+def test_a_threshold_must_also_certify_the_values_partial_rows_keep() -> None:
+    """50 rows ok and sure (0.97); 45 partial rows keep a right value at 0.95 (and drop a wrong one at
+    0.5); 3 partial rows keep a wrong value at 0.92. Rows alone certify every threshold down to 0.0
+    (50/50 at each); the values stop the sequence at 0.9 (45/48 right, bound < 0.95), so 0.95 is
+    chosen, where the 45 kept values give 0.1^(1/45) = 0.9501."""
+    points = ([Point(True, True, 0.97)] * 50
+              + [Point(False, False, None, ((0.95, True), (0.5, False)))] * 45
+              + [Point(False, False, None, ((0.92, False),))] * 3)  # fmt: skip
+    chosen = choose(points)
+    assert chosen.threshold == 0.95 and (chosen.values_correct, chosen.values_kept) == (45, 45)
+    assert chosen.values_bound == pytest.approx(0.1 ** (1 / 45))
+    assert chosen.bound == pytest.approx(0.1 ** (1 / 50))
+    assert "values kept in partial rows >= 0.950 (45/45 right)" in chosen.guarantee()
+    assert choose(points[:50]).threshold == 0.0  # the same rows without the partial ones
+    rows = {r["threshold"]: r for r in curve(points, (0.9, 0.95))}
+    assert rows[0.9]["partial_kept"] == 48 and rows[0.9]["partial_precision"] == pytest.approx(45 / 48)
+    assert rows[0.95]["partial_kept"] == 45 and rows[0.95]["partial_precision"] == 1.0
+
+
+def test_a_row_ok_at_the_threshold_keeps_its_values_under_precision_of_ok_not_as_partial() -> None:
+    sure = Point(True, True, 0.8, ((0.8, True), (0.9, True)))
+    assert sure.kept(0.7) == [] and sure.kept(0.85) == [True]  # at 0.85 it is partial: 0.9 kept
+    assert Point(False, False, None, ((None, False),)).kept(0.99) == [False]  # no confidence: kept
+
+
+def test_a_runs_sentence_states_the_bound_on_kept_values_or_that_there_is_none(db_url: str) -> None:
+    from formwork.db.calibrations import bounds_for
+    from formwork.db.models import Calibration
+    from formwork.db.session import session_factory
+    from formwork.schemas.registry import load_schema
+
+    expense = load_schema("expense")
+    base = dict(schema_name=expense.name, schema_version=expense.version, schema_hash=expense.digest,
+                model="m", engine="local", mode="two-pass", method="least-confidence", threshold=0.9,
+                target=0.95, level=0.9, bound=0.955, kept=50, correct=50, gold_hash="0" * 64,
+                gold_size=60)  # fmt: skip
+    sessions = session_factory(db_url)
+    for values, said in [
+        ({"values_bound": 0.951, "values_kept": 46, "values_correct": 46}, " >= 0.951 (46/46)"),
+        ({}, ": no bound (not measured)"),  # a calibration from before migration 0008
+        ({"values_kept": 0, "values_correct": 0}, ": no bound (none kept on the gold records)"),
+    ]:
+        with sessions() as session:
+            session.add(Calibration(**base, **values))
+            session.commit()
+            guarantee = bounds_for(session, expense, "m", "local").applied["guarantee"]
+        assert "precision of ok >= 0.955" in guarantee and f"values kept in partial rows{said}" in guarantee

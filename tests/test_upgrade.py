@@ -20,7 +20,7 @@ from sqlalchemy import MetaData, create_engine, func, inspect, select, text
 from sqlalchemy.sql import sqltypes
 
 from formwork.db.claims import mark_crashed
-from formwork.db.models import Record, Result, RunResult
+from formwork.db.models import Calibration, Record, Result, RunResult
 from formwork.db.queries import result_rows
 from formwork.db.session import alembic_config, get_engine, reader_factory, session_factory
 from formwork.db.store import text_digest
@@ -36,6 +36,7 @@ ROWS = {  # what an old version wrote: two records, a run it left running, its r
     "model_calls": [{"id": 1, "record_id": 1, "run_id": 1}],
     "retry_queue": [{"id": 1, "record_id": 2}],
     "run_results": [{"id": 1, "record_id": 1, "run_id": 1, "status": "ok", "data": {"amount": 12}}],
+    "calibrations": [{"id": 1, "threshold": 0.9, "bound": 0.955}],  # from 0007 on
 }  # fmt: skip
 
 
@@ -53,6 +54,7 @@ def _filler(column: Any) -> Any:
     return "x"
 
 
+CALIBRATED = "0007_calibrations"
 BACKFILLED = "0006_run_results_backfill"  # from here on, a version wrote history for every result
 LATER_HISTORY = {"id": 2, "record_id": 2, "run_id": 1, "status": "failed", "data": None}
 
@@ -118,3 +120,7 @@ def test_a_database_with_data_upgrades_from_every_revision(any_db_url: str, revi
         assert mark_crashed(session, timedelta(seconds=60)) == 1  # left running, no heartbeat
         assert mark_crashed(session, timedelta(seconds=60)) == 0
     assert "run_results" in inspect(engine).get_table_names()
+    if revision >= CALIBRATED:  # a calibration made before 0008 certified rows only: no claim on values
+        with reader_factory(any_db_url)() as session:
+            (old,) = session.scalars(select(Calibration)).all()
+            assert (old.threshold, old.bound, old.values_bound, old.values_kept) == (0.9, 0.955, None, None)

@@ -59,11 +59,12 @@ def print_reports(reports: dict[str, dict[str, Any]]) -> None:
             out.print(table)
         if report.get("calibration"):
             table = Table(title=f"{mode} · min_confidence: share ok against precision of ok")
-            for column in ("threshold", "share ok", "precision of ok"):
+            for column in ("threshold", "share ok", "precision of ok", "values kept in partial rows"):
                 table.add_column(column, justify="right")
             for row in report["calibration"]:
+                kept = f"{_percent(row.get('partial_precision'))} of {row.get('partial_kept', 0)}"
                 table.add_row(
-                    f"{row['threshold']:.2f}", _percent(row["share_ok"]), _percent(row["precision_ok"])
+                    f"{row['threshold']:.2f}", _percent(row["share_ok"]), _percent(row["precision_ok"]), kept
                 )
             out.print(table)
             chosen = report.get("min_confidence")

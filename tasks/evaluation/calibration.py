@@ -17,12 +17,20 @@ testing keeps the chance of choosing a threshold whose true precision is below t
 1 - level, so looking at the curve does not void the bound. It holds for records like the gold set's,
 and needs enough of them: with every kept row right, 45 rows give a
 lower bound of 0.1^(1/45) = 0.9501, so a gold set under 45 records cannot certify 95% at 90%.
+
+A `partial` row promises that what it keeps is good, so a threshold must also certify the values kept
+in rows that are not `ok` at it (each value whose confidence meets the threshold, or has none): the
+same Clopper-Pearson bound on their precision, at the same level. A threshold passes only when each
+claim it makes holds (rows, where it keeps any; values, where it keeps any): an intersection-union
+test, which needs no correction for testing two claims. The values' bound treats each kept value as
+one trial; values of one row are not independent (a bad reasoning pass spoils several), so it is
+read as the precision per value, not a bound per row.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 THRESHOLDS = (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999)
@@ -37,6 +45,16 @@ class Point:
     ok: bool
     correct: bool
     least: float | None  # None: no enum or boolean value with a probability
+    values: tuple[tuple[float | None, bool], ...] = ()  # each stored value: its confidence, whether right
+
+    def is_ok(self, threshold: float) -> bool:
+        return self.ok and (self.least is None or self.least >= threshold)
+
+    def kept(self, threshold: float) -> list[bool]:
+        """Whether each value this row keeps as `partial` at `threshold` is right (none when ok)."""
+        if self.is_ok(threshold):
+            return []
+        return [right for confidence, right in self.values if confidence is None or confidence >= threshold]
 
 
 def least_confidence(evidence: Iterable[dict[str, Any]] | None) -> float | None:
@@ -44,15 +62,27 @@ def least_confidence(evidence: Iterable[dict[str, Any]] | None) -> float | None:
     return min(found) if found else None
 
 
+def field_confidence(evidence: Iterable[dict[str, Any]] | None, key: str) -> float | None:
+    """The least confidence of the values under the top-level field `key` (itself, `key.x`, `key[0]`)."""
+    return least_confidence(
+        e for e in evidence or [] if e["path"] == key or e["path"].startswith((f"{key}.", f"{key}["))
+    )
+
+
 def curve(points: Sequence[Point], thresholds: Sequence[float] = THRESHOLDS) -> list[dict[str, Any]]:
-    """Share ok and precision of ok at each threshold (None precision: no record left ok)."""
+    """Share ok, precision of ok, and the values partial rows keep, at each threshold (None precision:
+    nothing left)."""
     rows = []
     for threshold in thresholds:
-        kept = [p for p in points if p.ok and (p.least is None or p.least >= threshold)]
-        precision = sum(p.correct for p in kept) / len(kept) if kept else None
-        rows.append(
-            {"threshold": threshold, "share_ok": len(kept) / max(len(points), 1), "precision_ok": precision}
-        )
+        kept = [p for p in points if p.is_ok(threshold)]
+        values = [right for p in points for right in p.kept(threshold)]
+        rows.append({
+            "threshold": threshold,
+            "share_ok": len(kept) / max(len(points), 1),
+            "precision_ok": sum(p.correct for p in kept) / len(kept) if kept else None,
+            "partial_kept": len(values),
+            "partial_precision": sum(values) / len(values) if values else None,
+        })  # fmt: skip
     return rows
 
 
@@ -88,33 +118,50 @@ class Choice:
     bound: float  # the lower bound on precision of ok reached there
     target: float = TARGET
     level: float = LEVEL
+    values_kept: int = 0  # values partial rows keep there
+    values_correct: int = 0
+    values_bound: float | None = None  # the lower bound on their precision; None: none kept
 
     def guarantee(self) -> str:
+        values = (
+            f"values kept in partial rows >= {self.values_bound:.3f} ({self.values_correct}/"
+            f"{self.values_kept} right)"
+            if self.values_bound is not None
+            else "no value kept in partial rows"
+        )
         if self.threshold is None:
             return (
                 f"no threshold reaches precision of ok {self.target:.0%} at {self.level:.0%} "
-                f"confidence (best lower bound {self.bound:.3f}, {self.correct}/{self.kept} right)"
+                f"confidence (best lower bound {self.bound:.3f}, {self.correct}/{self.kept} right; {values})"
             )
-        return (
+        rows = (
             f"precision of ok >= {self.bound:.3f} at {self.level:.0%} confidence (target "
             f"{self.target:.0%}; {self.correct}/{self.kept} gold rows right at least confidence "
             f">= {self.threshold:g})"
+            if self.kept
+            else f"no gold row ok at least confidence >= {self.threshold:g}, at {self.level:.0%} confidence"
         )
+        return f"{rows}; {values}"
 
 
 def choose(
     points: Sequence[Point], target: float = TARGET, level: float = LEVEL,
     thresholds: Sequence[float] = THRESHOLDS,
 ) -> Choice:  # fmt: skip
-    """The lowest threshold whose lower bound reaches `target`, by fixed-sequence testing (see above)."""
+    """The lowest threshold whose lower bounds (rows ok, values kept) reach `target`, by fixed-sequence
+    testing (see above)."""
     found: Choice | None = None
     for threshold in sorted(thresholds, reverse=True):
-        kept = [p for p in points if p.ok and (p.least is None or p.least >= threshold)]
-        if not kept:
-            continue  # a threshold that keeps no row makes no claim: nothing to test, nothing spent
+        kept = [p for p in points if p.is_ok(threshold)]
+        values = [right for p in points for right in p.kept(threshold)]
+        if not kept and not values:
+            continue  # a threshold that keeps nothing makes no claim: nothing to test, nothing spent
         correct = sum(p.correct for p in kept)
         bound = lower_bound(correct, len(kept), level)
-        if bound < target:
-            return found or Choice(None, len(kept), correct, bound, target, level)
-        found = Choice(threshold, len(kept), correct, bound, target, level)
+        values_bound = lower_bound(sum(values), len(values), level) if values else None
+        here = Choice(threshold, len(kept), correct, bound, target, level, len(values), sum(values),
+                      values_bound)  # fmt: skip
+        if (kept and bound < target) or (values_bound is not None and values_bound < target):
+            return found or replace(here, threshold=None)
+        found = here
     return found or Choice(None, 0, 0, 0.0, target, level)
