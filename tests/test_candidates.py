@@ -61,6 +61,15 @@ def test_a_quote_field_is_not_offered_the_words_of_a_number_or_date_a_value_fiel
         for value in who:
             record = {"amount": amount, "day": "2024-03-03", "who": value}
             assert not copies(ground(BODY, record, text)), value
+    amounts = grounded_body(BODY, "Keyboard £59.99 on 12 Jan 2024, 12 CAD parking")["properties"]["amount"]
+    assert 59.99 in amounts["enum"] and 12 in amounts["enum"] and 2024 not in amounts["enum"]  # 12 CAD
+    assert (
+        2024
+        in grounded_body(
+            {"type": "object", "properties": {"amount": BODY["properties"]["amount"]}},
+            "Keyboard on 12 Jan 2024",
+        )["properties"]["amount"]["enum"]
+    )  # no date field
     alone = {"type": "object", "properties": {"who": BODY["properties"]["who"]}}
     assert {"35", "2024-03-03"} <= set(grounded_body(alone, text)["properties"]["who"]["enum"])
 

@@ -75,3 +75,21 @@ def test_each_array_element_needs_its_own_place_in_the_text() -> None:
 def test_an_element_written_twice_may_appear_twice() -> None:
     twice = {"items": _items("milk", "eggs", "milk"), "store": None}
     assert _judge(SHOPPING, "milk, eggs, and milk again for grandma", twice).status == "ok"
+
+
+def test_a_number_that_is_part_of_the_date_is_no_amount() -> None:
+    """The bundled model chose `amount: 2024` for "35 EUR, March 3rd 2024" and 12 for "£59.99 on 12
+    Jan 2024", at p 0.97: each number is on the receipt, but only as a part of the date."""
+    text = "Bought a new keyboard for the office: £59.99 on 12 Jan 2024"
+    base = {"who": None, "date": "2024-01-12", "currency": "GBP", "category": "office", "project": None}
+    for part in (12, 2024):
+        verdict = _judge(EXPENSE, text, base | {"amount": part})
+        assert verdict.status == "failed"  # amount is required: the row cannot keep it nulled
+        assert any(f"amount {part} is the text that gives date" in e for e in verdict.errors)
+    assert _judge(EXPENSE, text, base | {"amount": 59.99}).status == "ok"
+    # a 12 written on its own as well is a number of its own; and with no date chosen, nothing holds it
+    assert (
+        _judge(EXPENSE, "Parking 12 CAD on 12 Jan 2024", base | {"amount": 12, "currency": "CAD"}).status
+        == "ok"
+    )
+    assert not any("amount" in e for e in _judge(EXPENSE, text, base | {"amount": 12, "date": None}).errors)

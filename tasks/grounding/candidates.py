@@ -44,6 +44,7 @@ from formwork.schemas.paths import EMAIL as EMAIL_SHAPE
 from formwork.schemas.paths import semantic_errors
 from formwork.schemas.validator import validator_class
 from formwork.tasks.grounding.aliases import written_labels
+from formwork.tasks.grounding.copies import within
 from formwork.tasks.grounding.reading import inside
 from formwork.tasks.grounding.spans import Mentions, base_forms, quote_spans
 from formwork.tasks.grounding.values import ValueFinder, record_values
@@ -85,13 +86,16 @@ def _mentioned_first(values: list[tuple[Any, str]], notes: str) -> list[Any]:
 
 
 def _pool(
-    node: dict[str, Any], check: dict[str, Any], rule: Rule, finder: ValueFinder, notes: str
-) -> Iterable[Any] | None:
+    node: dict[str, Any], check: dict[str, Any], rule: Rule, finder: ValueFinder, notes: str,
+    date_words: list[tuple[int, int]],
+) -> Iterable[Any] | None:  # fmt: skip
     """Every value `node` could take under grounded decoding, likeliest first; None: keep the node.
-    `check` is the same field in the checked body, which keeps the `x-` annotations."""
+    `check` is the same field in the checked body, which keeps the `x-` annotations; `date_words` the
+    spans of the dates a date field may take, whose parts ("12" of "12 Jan 2024") are no numbers."""
     types, text = value_types(node), finder.text
     if rule == "value" and types & {"number", "integer"}:
-        readings = [r for r in finder.number_readings() if isinstance(r.value, Decimal)]
+        numbers = (r for r in finder.number_readings() if isinstance(r.value, Decimal))
+        readings = [r for r in numbers if not within(r.span, date_words)]
         return _mentioned_first([(_number(r.value), text[r.span[0] : r.span[1]]) for r in readings], notes)
     if rule == "value" and node.get("format") == "date":
         readings = [r for r in finder.date_readings() if isinstance(r.value, date)]
@@ -134,6 +138,7 @@ def grounded_body(
     refuses such a copy, so offering it would propose what the judge then rejects)."""
     finder = record_values(text, reference, anchor)
     root = checked if checked is not None else body
+    date_words = [r.span for r in finder.date_readings()] if _has_date_field(root) else []
     pending: list[tuple[dict[str, Any], dict[str, Any], Iterable[Any], Callable[[Any], bool], Rule]] = []
 
     def visit(node: Any, check: Any, inherited: Rule | None) -> Any:
@@ -152,7 +157,7 @@ def grounded_body(
             if isinstance(node.get("items"), dict):
                 copy["items"] = visit(node["items"], check.get("items"), passed)
             return copy
-        pool = _pool(node, check, rule, finder, notes)
+        pool = _pool(node, check, rule, finder, notes, date_words)
         if pool is None:
             return node
         placeholder: dict[str, Any] = {}
@@ -173,6 +178,17 @@ def grounded_body(
     for (enum, values, nullable), share in zip(chosen, _shares([len(v) for _, v, _ in chosen]), strict=True):
         enum["enum"] = [*values[:share], *([None] if nullable else [])]
     return grounded
+
+
+def _has_date_field(node: Any) -> bool:
+    """Whether any field of the schema is a date read from the text (`format: date`, not `none`)."""
+    if isinstance(node, list):
+        return any(_has_date_field(n) for n in node)
+    if not isinstance(node, dict):
+        return False
+    if node.get("format") in ("date", "date-time") and node.get("x-grounding") not in ("none", "quote"):
+        return True
+    return any(_has_date_field(v) for v in node.values() if isinstance(v, dict | list))
 
 
 def _value_words(finder: ValueFinder, value_nodes: list[dict[str, Any]]) -> Callable[[Any], bool]:

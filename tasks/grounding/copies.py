@@ -11,13 +11,18 @@ alone passes them, but those words already back the amount and the date. So:
   Siblings only: two line items may well name the same product;
 - but each of them needs its own place in the text: elements of one array (`items[0].name`,
   `items[1].name`, ...) with the same words are backed as many times as the text writes them, and
-  the later ones are copies (a looping model listed "Aldi" twenty times from one "Aldi").
+  the later ones are copies (a looping model listed "Aldi" twenty times from one "Aldi");
+- a number whose every occurrence lies strictly inside the words that back another field's date is
+  a part of that date, not a number of its own: `amount: 2024` or `amount: 12` beside `date:
+  2024-01-12` read from "12 Jan 2024" (the bundled model chose both, at p 0.97). Strictly: where a
+  number and a date are read from the very same words ("12.05"), the text does not say which it is.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
+from datetime import date
 
 from formwork.tasks.grounding.evidence import Evidence
 from formwork.tasks.grounding.reading import inside
@@ -59,5 +64,27 @@ def copies(evidence: list[Evidence]) -> list[tuple[Evidence, Evidence]]:
         ]
         if holders or repeated:
             found.append((quote, (holders or repeated)[0]))
+    dates = [v for v in values if _is_date(v.value)]
+    for number in (v for v in values if _is_number(v.value)):
+        parts = [d for d in dates if d.path != number.path and all(within(s, d.spans) for s in number.spans)]
+        if parts:
+            found.append((number, parts[0]))
     already = {copy.path for copy, _ in found}
     return found + [pair for pair in _repeated_elements(quotes) if pair[0].path not in already]
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_date(value: object) -> bool:
+    """A value-rule string that is an ISO date or date-time (what a `value` date field holds)."""
+    try:
+        return isinstance(value, str) and bool(date.fromisoformat(value[:10]))
+    except ValueError:
+        return False
+
+
+def within(span: tuple[int, int], spans: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> bool:
+    """True when `span` lies inside one of `spans` and is not all of it: a part of those words."""
+    return any(start <= span[0] and span[1] <= end and span != (start, end) for start, end in spans)
