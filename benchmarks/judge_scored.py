@@ -51,7 +51,7 @@ from formwork.tasks.validate import judge, parse_path
 BOUNDS: dict[str, tuple[float, float]] = {"default": (UNCALIBRATED_VALUES, NEVER)}
 BOUNDS |= {f"{b:g}": (b, b) for b in (0.0, 0.5, 0.7, 0.9, 0.95)}
 KINDS = ("number", "date", "quote", "label")
-GROUNDED, PLAIN = ExtractOptions(grounded_decoding=True), ExtractOptions()  # the grammars a run would use
+GROUNDED, PLAIN = ExtractOptions(grounded_decoding=True), ExtractOptions(grounded_decoding=False)  # the grammars a run would use
 
 
 def value_at(data: Any, path: str) -> Any:

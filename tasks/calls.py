@@ -33,7 +33,7 @@ class ExtractOptions:
     max_attempts: int = 3
     min_confidence: float = 0.0  # values chosen with less probability fail (0: off)
     choice_confidence: float | None = None  # enum/boolean values' own bound; None: min_confidence
-    grounded_decoding: bool = False  # the formatting grammar allows only the values the text backs
+    grounded_decoding: bool = True  # the formatting grammar allows only the values the text backs
     mode: str = "two-pass"  # or one-pass, one-pass-reasoning, prompt-json (tasks/modes.py)
     preset: str = "greedy"  # sampling of the call that writes the JSON (tasks/presets.py)
     allow_chat_in_constrained: bool = False  # let a chat preset through the guard (warned)

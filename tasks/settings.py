@@ -86,10 +86,12 @@ class Settings(BaseSettings):
     calibration: bool = Field(
         True,
         description="apply the calibration matching schema, model and engine (formwork eval --calibrate); "
-        "none: a conservative default (values p >= 0.9, no enum passes). false: min_confidence only",
+        "none: a conservative default (values p >= 0.99, no enum passes). false: min_confidence only",
     )
     grounded_decoding: bool = Field(
-        False, description="the formatting grammar allows each quote/value field only what its text backs"
+        True,
+        description="the formatting grammar allows each quote/value field only what its text backs "
+        "(BENCHMARKS section 17: more values right and kept at the same bound)",
     )
     reference_date_field: str = Field(
         "reference_date",

@@ -36,7 +36,7 @@ def test_a_run_picks_up_its_calibration_and_says_what_it_guarantees(
     first = batch_extract(str(write_jsonl([{"id": "a", "text": "Taxi 35 EUR, 2024-03-03, Tom"}])), "expense",
                           db_url=db_url)  # fmt: skip
     run, rows = _results(db_url, first.run_id)
-    assert run.confidence["calibration"] is None and run.confidence["threshold"] == 0.9
+    assert run.confidence["calibration"] is None and run.confidence["threshold"] == 0.99
     assert "uncalibrated" in first.confidence and "no enum or boolean passes" in first.confidence
     assert ("confidence bounds", first.confidence) in first.rows()
     chosen = [e for r in rows for e in r.evidence or [] if e["path"] in ("currency", "category")]

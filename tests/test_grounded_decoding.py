@@ -16,7 +16,7 @@ from formwork.tasks.prompts import formatting_messages
 from formwork.tasks.validate import judge
 
 EXPENSE = load_schema("expense")
-GROUNDED, PLAIN = ExtractOptions(grounded_decoding=True), ExtractOptions()
+GROUNDED, PLAIN = ExtractOptions(grounded_decoding=True), ExtractOptions(grounded_decoding=False)
 # notes that invite invention: an amount and a name the text does not hold
 TEXT, NOTES = "Taxi to the airport, 35 EUR on 2024-03-03, Tom", "Amount 99.99, paid by Alexander, 2023-01-01."
 
