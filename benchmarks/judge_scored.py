@@ -51,7 +51,8 @@ from formwork.tasks.validate import judge, parse_path
 BOUNDS: dict[str, tuple[float, float]] = {"default": (UNCALIBRATED_VALUES, NEVER)}
 BOUNDS |= {f"{b:g}": (b, b) for b in (0.0, 0.5, 0.7, 0.9, 0.95)}
 KINDS = ("number", "date", "quote", "label")
-GROUNDED, PLAIN = ExtractOptions(grounded_decoding=True), ExtractOptions(grounded_decoding=False)  # the grammars a run would use
+# the grammars a run would use, with grounded decoding and without
+GROUNDED, PLAIN = ExtractOptions(grounded_decoding=True), ExtractOptions(grounded_decoding=False)
 
 
 def value_at(data: Any, path: str) -> Any:
