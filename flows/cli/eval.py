@@ -64,7 +64,7 @@ def print_reports(reports: dict[str, dict[str, Any]]) -> None:
             for row in report["calibration"]:
                 kept = f"{_percent(row.get('partial_precision'))} of {row.get('partial_kept', 0)}"
                 table.add_row(
-                    f"{row['threshold']:.2f}", _percent(row["share_ok"]), _percent(row["precision_ok"]), kept
+                    f"{row['threshold']:g}", _percent(row["share_ok"]), _percent(row["precision_ok"]), kept
                 )
             out.print(table)
             chosen = report.get("min_confidence")
