@@ -21,7 +21,6 @@ pytestmark = pytest.mark.slow
 EXPENSE = load_schema("expense")
 TEXT = "Taxi from the airport to the hotel, 35 EUR, March 3rd 2024 (Tom)"
 MESSAGES = single_pass_messages(EXPENSE, TEXT, "one-pass")
-GROUNDED = grounded_body(EXPENSE.grammar_body, TEXT, date(2024, 3, 5), checked=EXPENSE.checked_body)
 
 
 def written(data: dict) -> str:
@@ -77,13 +76,17 @@ def test_an_answer_the_grammar_does_not_allow_is_refused(local_engine, answer, w
 
 
 def test_the_records_grounded_grammar_scores_its_candidates_and_refuses_the_rest(local_engine) -> None:
+    text = "Taxi for 2 people from the airport, 35 EUR, March 3rd 2024 (Tom)"
+    messages = single_pass_messages(EXPENSE, text, "one-pass")
+    grounded = grounded_body(EXPENSE.grammar_body, text, date(2024, 3, 5), checked=EXPENSE.checked_body)
     base = {"who": "Tom", "date": "2024-03-03", "amount": 35, "currency": "EUR", "category": "transport"}
     base |= {"project": None}
-    wrong_in_text = written(base | {"amount": 2024})  # another number the text holds
-    scored = local_engine.score(MESSAGES, wrong_in_text, GROUNDED)
-    assert 0 < field_confidences(EXPENSE.checked_body, base | {"amount": 2024}, scored)["amount"] < 1
-    with pytest.raises(RequestRejected, match="cannot write '47"):
-        local_engine.score(MESSAGES, written(base | {"amount": 47}), GROUNDED)  # not in the text
+    wrong_in_text = written(base | {"amount": 2})  # another number the text holds
+    scored = local_engine.score(messages, wrong_in_text, grounded)
+    assert 0 < field_confidences(EXPENSE.checked_body, base | {"amount": 2}, scored)["amount"] < 1
+    for outside in (47, 2024):  # not in the text; only a part of its date
+        with pytest.raises(RequestRejected, match=r"\"amount\":2?' it cannot write"):  # 2 is a candidate
+            local_engine.score(messages, written(base | {"amount": outside}), grounded)
 
 
 def test_a_refused_score_leaves_the_calls_decoding_beside_it_unchanged(local_engine, greedy) -> None:
