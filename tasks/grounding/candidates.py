@@ -85,25 +85,64 @@ def _mentioned_first(values: list[tuple[Any, str]], notes: str) -> list[Any]:
     return [*said, *(v for v, _ in values)]
 
 
+class ValueWords:
+    """The words the schema's `value` fields read, which back no other field (one phrase backs one
+    field, tasks.grounding.copies): a quote made only of a number's or a date's words ("12" of
+    "Parking, 12 CAD" beside an amount, "2024" of "2024-06-10" beside a date), and a number that is
+    part of a date ("12" of "12 Jan 2024"), are refused by the judge, so they are never proposed."""
+
+    def __init__(self, root: dict[str, Any], finder: ValueFinder):
+        kinds = _value_kinds(root)
+        self.text = finder.text
+        self.numbers = [r.span for r in finder.number_readings()] if "number" in kinds else []
+        self.dates = [r.span for r in finder.date_readings()] if "date" in kinds else []
+
+    def part_of_date(self, span: tuple[int, int]) -> bool:
+        return within(span, self.dates)
+
+    def hold(self, value: Any) -> bool:
+        """Whether every place the text writes `value` lies inside a number's or a date's words (a
+        span the text does not write verbatim, such as a base form, is not held)."""
+        if not (self.numbers or self.dates) or not isinstance(value, str) or not value:
+            return False
+        places = [(m.start(), m.end()) for m in regex.finditer(regex.escape(value), self.text)]
+        return bool(places) and all(inside(place, self.numbers + self.dates) for place in places)
+
+
+def _value_kinds(node: Any) -> set[str]:
+    """Which kinds of `value` field the schema has anywhere: "number", "date"."""
+    if isinstance(node, list):
+        return set().union(*(_value_kinds(n) for n in node))
+    if not isinstance(node, dict):
+        return set()
+    kinds = set()
+    if rule_for(node) == "value" and "properties" not in node and "items" not in node:
+        if value_types(node) & {"number", "integer"}:
+            kinds.add("number")
+        if node.get("format") in ("date", "date-time"):
+            kinds.add("date")
+    return kinds.union(*(_value_kinds(v) for v in node.values() if isinstance(v, dict | list)))
+
+
 def _pool(
     node: dict[str, Any], check: dict[str, Any], rule: Rule, finder: ValueFinder, notes: str,
-    date_words: list[tuple[int, int]],
+    words: ValueWords,
 ) -> Iterable[Any] | None:  # fmt: skip
     """Every value `node` could take under grounded decoding, likeliest first; None: keep the node.
-    `check` is the same field in the checked body, which keeps the `x-` annotations; `date_words` the
-    spans of the dates a date field may take, whose parts ("12" of "12 Jan 2024") are no numbers."""
+    `check` is the same field in the checked body, which keeps the `x-` annotations."""
     types, text = value_types(node), finder.text
     if rule == "value" and types & {"number", "integer"}:
         numbers = (r for r in finder.number_readings() if isinstance(r.value, Decimal))
-        readings = [r for r in numbers if not within(r.span, date_words)]
+        readings = [r for r in numbers if not words.part_of_date(r.span)]
         return _mentioned_first([(_number(r.value), text[r.span[0] : r.span[1]]) for r in readings], notes)
     if rule == "value" and node.get("format") == "date":
         readings = [r for r in finder.date_readings() if isinstance(r.value, date)]
         return _mentioned_first([(r.value.isoformat(), text[r.span[0] : r.span[1]]) for r in readings], notes)
     if rule == "quote" and types == {"string"}:
-        spans = quote_spans(text, int(node.get("maxLength", 200)), notes)
+        every = quote_spans(text, int(node.get("maxLength", 200)), notes)
+        spans = (span for span in every if not words.hold(span))  # lazy: the bound stops early
         if check.get("x-base-form") is True:
-            return [form for span in spans for form in (span, *base_forms(span))]
+            return (form for span in spans for form in (span, *base_forms(span)))
         return spans
     if rule == "none" and (written := written_labels(check, text)):
         return list(written)  # an aliased enum: only the labels the text writes (tasks.grounding.aliases)
@@ -131,15 +170,11 @@ def grounded_body(
     grammar drops: `x-format`, `multipleOf`, and the rules: without it, a field marked `x-grounding:
     none`, such as a quantity that is 1 "when no number is given", would be narrowed to the text's
     numbers), `reference` and `anchor` the record's reference date as
-    the judge gets them, `notes` the reasoning pass's text, which orders the candidates.
-
-    The pools are bounded only once the whole tree is seen: a quote field is not offered the words of
-    a number or a date that a `value` field anywhere in the schema reads (tasks.grounding.copies
-    refuses such a copy, so offering it would propose what the judge then rejects)."""
+    the judge gets them, `notes` the reasoning pass's text, which orders the candidates."""
     finder = record_values(text, reference, anchor)
     root = checked if checked is not None else body
-    date_words = [r.span for r in finder.date_readings()] if _has_date_field(root) else []
-    pending: list[tuple[dict[str, Any], dict[str, Any], Iterable[Any], Callable[[Any], bool], Rule]] = []
+    words = ValueWords(root, finder)
+    chosen: list[tuple[dict[str, Any], list[Any], bool]] = []  # (enum node, candidates, nullable)
 
     def visit(node: Any, check: Any, inherited: Rule | None) -> Any:
         if not isinstance(node, dict):
@@ -157,59 +192,21 @@ def grounded_body(
             if isinstance(node.get("items"), dict):
                 copy["items"] = visit(node["items"], check.get("items"), passed)
             return copy
-        pool = _pool(node, check, rule, finder, notes, date_words)
+        pool = _pool(node, check, rule, finder, notes, words)
         if pool is None:
             return node
-        placeholder: dict[str, Any] = {}
-        pending.append((placeholder, node, pool, admits(root, check, text), rule))
-        return placeholder
+        values = _bounded(pool, admits(root, check, text))
+        nullable = "null" in (node.get("type") or []) or None in node.get("enum", [])
+        if not values:
+            return {"type": "null"} if nullable else node  # nothing to choose: only null, or as is
+        enum: dict[str, Any] = {}
+        chosen.append((enum, values, nullable and None not in values))
+        return enum
 
     grounded = visit(body, root, None)
-    copy_of_a_value = _value_words(finder, [node for _, node, _, _, rule in pending if rule == "value"])
-    chosen: list[tuple[dict[str, Any], list[Any], bool]] = []  # (enum node, candidates, nullable)
-    for placeholder, node, pool, accepts, rule in pending:
-        own = pool if rule != "quote" else (v for v in pool if not copy_of_a_value(v))
-        values = _bounded(own, accepts)
-        nullable = "null" in (node.get("type") or []) or None in node.get("enum", [])
-        if values:
-            chosen.append((placeholder, values, nullable and None not in values))
-        else:  # nothing to choose: only null, or the node as it is
-            placeholder.update({"type": "null"} if nullable else node)
     for (enum, values, nullable), share in zip(chosen, _shares([len(v) for _, v, _ in chosen]), strict=True):
         enum["enum"] = [*values[:share], *([None] if nullable else [])]
     return grounded
-
-
-def _has_date_field(node: Any) -> bool:
-    """Whether any field of the schema is a date read from the text (`format: date`, not `none`)."""
-    if isinstance(node, list):
-        return any(_has_date_field(n) for n in node)
-    if not isinstance(node, dict):
-        return False
-    if node.get("format") in ("date", "date-time") and node.get("x-grounding") not in ("none", "quote"):
-        return True
-    return any(_has_date_field(v) for v in node.values() if isinstance(v, dict | list))
-
-
-def _value_words(finder: ValueFinder, value_nodes: list[dict[str, Any]]) -> Callable[[Any], bool]:
-    """Whether a span is written only inside the words of a number or a date that one of
-    `value_nodes` (the schema's `value` fields) can read: "12" of "Parking, 12 CAD" beside an amount,
-    "2024" of "2024-06-10" beside a date. A span the text does not write verbatim (a base form) is
-    not."""
-    spans: list[tuple[int, int]] = []
-    if any(value_types(node) & {"number", "integer"} for node in value_nodes):
-        spans += [r.span for r in finder.number_readings()]
-    if any(node.get("format") == "date" for node in value_nodes):
-        spans += [r.span for r in finder.date_readings()]
-    text = finder.text
-
-    def held(value: Any) -> bool:
-        if not spans or not isinstance(value, str) or not value:
-            return False
-        places = [(m.start(), m.end()) for m in regex.finditer(regex.escape(value), text)]
-        return bool(places) and all(inside(place, spans) for place in places)
-
-    return held
 
 
 def _shares(sizes: list[int], total: int = MAX_TOTAL) -> list[int]:
