@@ -44,8 +44,7 @@ from formwork.schemas.paths import EMAIL as EMAIL_SHAPE
 from formwork.schemas.paths import semantic_errors
 from formwork.schemas.validator import validator_class
 from formwork.tasks.grounding.aliases import written_labels
-from formwork.tasks.grounding.copies import within
-from formwork.tasks.grounding.reading import inside
+from formwork.tasks.grounding.reading import inside, within
 from formwork.tasks.grounding.spans import Mentions, base_forms, quote_spans
 from formwork.tasks.grounding.values import ValueFinder, record_values
 
@@ -94,8 +93,9 @@ class ValueWords:
     def __init__(self, root: dict[str, Any], finder: ValueFinder):
         kinds = _value_kinds(root)
         self.text = finder.text
-        self.numbers = [r.span for r in finder.number_readings()] if "number" in kinds else []
+        numbers = [r.span for r in finder.number_readings()] if "number" in kinds else []
         self.dates = [r.span for r in finder.date_readings()] if "date" in kinds else []
+        self.held = numbers + self.dates  # the words of every reading a value field may take
 
     def part_of_date(self, span: tuple[int, int]) -> bool:
         return within(span, self.dates)
@@ -103,10 +103,10 @@ class ValueWords:
     def hold(self, value: Any) -> bool:
         """Whether every place the text writes `value` lies inside a number's or a date's words (a
         span the text does not write verbatim, such as a base form, is not held)."""
-        if not (self.numbers or self.dates) or not isinstance(value, str) or not value:
+        if not self.held or not isinstance(value, str) or not value:
             return False
         places = [(m.start(), m.end()) for m in regex.finditer(regex.escape(value), self.text)]
-        return bool(places) and all(inside(place, self.numbers + self.dates) for place in places)
+        return bool(places) and all(inside(place, self.held) for place in places)
 
 
 def _value_kinds(node: Any) -> set[str]:

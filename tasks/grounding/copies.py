@@ -25,7 +25,7 @@ from collections import defaultdict
 from datetime import date
 
 from formwork.tasks.grounding.evidence import Evidence
-from formwork.tasks.grounding.reading import inside
+from formwork.tasks.grounding.reading import inside, within
 
 INDEX = re.compile(r"\[\d+\]")
 
@@ -83,8 +83,3 @@ def _is_date(value: object) -> bool:
         return isinstance(value, str) and bool(date.fromisoformat(value[:10]))
     except ValueError:
         return False
-
-
-def within(span: tuple[int, int], spans: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> bool:
-    """True when `span` lies inside one of `spans` and is not all of it: a part of those words."""
-    return any(start <= span[0] and span[1] <= end and span != (start, end) for start, end in spans)

@@ -30,3 +30,8 @@ class Reading:
 def inside(span: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
     """True when `span` lies wholly within one of `spans`."""
     return any(start <= span[0] and span[1] <= end for start, end in spans)
+
+
+def within(span: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
+    """True when `span` lies inside one of `spans` and is not all of it: a part of those words."""
+    return any(start <= span[0] and span[1] <= end and span != (start, end) for start, end in spans)
