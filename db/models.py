@@ -20,7 +20,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-from sqlalchemy import JSON, DateTime, Float, ForeignKey, Integer, MetaData, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 NAMING = {
@@ -97,6 +108,9 @@ class ModelCall(Base):
     output: Mapped[str] = mapped_column(Text, default="")
     error: Mapped[str | None] = mapped_column(Text)
     parse_step: Mapped[str | None] = mapped_column(String(20))  # prompt-json: the ladder step that worked
+    # a formatting attempt as the judge saw it: its status, least confidence, and per value the path,
+    # value, confidence and verdict (so a stored row shows why one attempt was kept over another)
+    judged: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
@@ -227,6 +241,12 @@ class Calibration(Base):
     schema_version: Mapped[int] = mapped_column(Integer)
     schema_hash: Mapped[str] = mapped_column(String(64), index=True)
     model: Mapped[str] = mapped_column(String(200))
+    # the formatting model file's sha256 (embedded engine; None for a served model known by name), the
+    # reasoning model, and whether grounded decoding chose the values: each changes a probability, and
+    # a NULL (a calibration from before 0009) matches no run
+    model_hash: Mapped[str | None] = mapped_column(String(64))
+    reasoning_model: Mapped[str | None] = mapped_column(String(200))
+    grounded: Mapped[bool | None] = mapped_column(Boolean)
     engine: Mapped[str] = mapped_column(String(40))
     mode: Mapped[str] = mapped_column(String(30))
     method: Mapped[str] = mapped_column(String(40))  # least-confidence: one score per row

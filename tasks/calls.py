@@ -95,6 +95,7 @@ class CallLog:
     output: str = ""
     error: str | None = None
     parse_step: str | None = None  # prompt-json mode: the parsing-ladder step that found the JSON
+    judged: dict[str, Any] | None = None  # a formatting attempt as the judge saw it (model_calls.judged)
 
 
 @dataclass

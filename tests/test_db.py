@@ -44,7 +44,7 @@ EXPECTED_COLUMNS = {
         "id": "int", "run_id": "int", "record_id": "int", "pass_name": "str(20)", "attempt": "int",
         "model": "str(200)", "prompt_hash": "str(32)", "prompt_tokens": "int", "completion_tokens": "int",
         "max_tokens": "int", "finish_reason": "str(20)", "duration_s": "float", "output": "text",
-        "error": "text?", "parse_step": "str(20)?", "created_at": "timestamptz",
+        "error": "text?", "parse_step": "str(20)?", "judged": "json?", "created_at": "timestamptz",
     },
     "results": {
         "id": "int", "record_id": "int", "schema_name": "str(100)", "schema_version": "int", "run_id": "int",
@@ -79,7 +79,8 @@ EXPECTED_COLUMNS = {
     },
     "calibrations": {
         "id": "int", "schema_name": "str(100)", "schema_version": "int", "schema_hash": "str(64)",
-        "model": "str(200)", "engine": "str(40)", "mode": "str(30)", "method": "str(40)",
+        "model": "str(200)", "model_hash": "str(64)?", "reasoning_model": "str(200)?", "grounded": "bool?",
+        "engine": "str(40)", "mode": "str(30)", "method": "str(40)",
         "threshold": "float?", "target": "float", "level": "float", "bound": "float", "kept": "int",
         "correct": "int", "values_bound": "float?", "values_kept": "int?", "values_correct": "int?",
         "gold_hash": "str(64)", "gold_size": "int", "run_id": "int?",
