@@ -13,6 +13,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from formwork.db.models import ModelCall, Record, Result, Run, RunResult
+from formwork.tasks.fit import CUT
+from formwork.tasks.validate import EMPTY_ROW
 
 
 @dataclass
@@ -30,6 +32,8 @@ class RunSummary:
     seconds: float = 0.0
     ungrounded: int = 0  # values the text did not back (each one a field failure)
     nulled: int = 0  # fields set to null in `partial` results
+    cut: int = 0  # records whose text was cut to fit the context (never `ok`)
+    empty: int = 0  # rows with no value at all (never `ok` unless the schema says `x-empty-ok`)
     confidence: str = ""  # which calibration applied and what it guarantees (db.calibrations)
 
     @property
@@ -44,6 +48,8 @@ class RunSummary:
             *rows,
             ("values not backed by the text", str(self.ungrounded)),
             ("fields nulled (partial)", str(self.nulled)),
+            ("texts cut to fit the context", str(self.cut)),
+            ("rows with no value at all", str(self.empty)),
             ("model calls", str(self.calls)),
             ("tokens in / out", f"{self.prompt_tokens} / {self.completion_tokens}"),
             ("seconds", f"{self.seconds:.1f}"),
@@ -83,11 +89,13 @@ def run_summary(session: Session, run_id: int) -> RunSummary:
         ).where(ModelCall.run_id == run_id)
     ).one()
     summary.calls, summary.prompt_tokens, summary.completion_tokens = calls, prompt, completion
-    for evidence, nulled in session.execute(
-        select(RunResult.evidence, RunResult.nulled).where(of_run)
+    for evidence, nulled, errors in session.execute(
+        select(RunResult.evidence, RunResult.nulled, RunResult.errors).where(of_run)
     ).yield_per(1000):
         summary.ungrounded += sum(1 for e in evidence or [] if not e.get("grounded", True))
         summary.nulled += len(nulled or [])
+        summary.cut += any(e.startswith(CUT) for e in errors or [])
+        summary.empty += any(e.startswith(EMPTY_ROW) for e in errors or [])
     if run.finished_at is not None:
         summary.seconds = (run.finished_at - run.started_at).total_seconds()
     return summary

@@ -6,6 +6,10 @@ schemas, below both:
 - `quote` (default for free strings): the value must be a span of the text;
 - `value` (default for numbers and `format: date` strings): the number or date in any written form;
 - `none` (default for enums, booleans, objects and arrays): no span needed.
+
+One annotation of the root belongs to the decision rather than to grounding, and is linted here too:
+`x-empty-ok: true` says a row with no value at all (every field null) is a valid answer for this
+schema (a "nothing to extract" message); without it such a row is never `ok` (tasks.validate).
 """
 
 from __future__ import annotations
@@ -59,10 +63,9 @@ def _aliases_fit(node: dict[str, Any]) -> bool:
 
 
 def grounding_problems(body: dict[str, Any]) -> list[str]:
-    """Lint the `x-grounding`, `x-min-confidence`, `x-base-form`, `x-aliases` and `x-grounded-decoding`
-    annotations
-    of a schema; one message per problem. An annotation that cannot apply where it stands is a problem,
-    not a no-op: the user wrote it expecting an effect."""
+    """Lint the `x-grounding`, `x-min-confidence`, `x-base-form`, `x-aliases`, `x-grounded-decoding` and
+    `x-empty-ok` annotations of a schema; one message per problem. An annotation that cannot apply
+    where it stands is a problem, not a no-op: the user wrote it expecting an effect."""
     problems: list[str] = []
 
     def visit(node: Any, path: str, inherited: Rule | None = None) -> None:
@@ -84,6 +87,8 @@ def grounding_problems(body: dict[str, Any]) -> list[str]:
             )
         if "x-grounded-decoding" in node and (path or not isinstance(node["x-grounded-decoding"], bool)):
             problems.append(f"{where}: x-grounded-decoding is true or false, at the schema's root only")
+        if "x-empty-ok" in node and (path or not isinstance(node["x-empty-ok"], bool)):
+            problems.append(f"{where}: x-empty-ok is true or false, at the schema's root only")
         if declared is not None and declared not in RULES:
             problems.append(f"{where}: x-grounding must be one of quote, value, none (got {declared!r})")
         elif declared in ("quote", "value"):

@@ -11,6 +11,11 @@ own body (refs inlined) beside the data, every optional property whose value is 
 - is dropped when the user's schema does not accept null there, listed as absent;
 - stays `null` when the user's schema accepts null (then null is a value the user allows).
 
+A null the judge put there (a value it refused, `refused`) is not the grammar's "absent": "this value
+was wrong" is not "the text has none", so it never takes a default (Pydantic `quantity: int = 1` would
+turn a refused 5 into a stored 1). It stays null where the user's schema accepts null, else it is left
+out; either way it is listed as refused, and the row that holds it is partial (or failed) already.
+
 Then the data is validated against the user's ORIGINAL body, not only the checked one. A failure there
 means the checked body let through what the user's schema refuses (a key-presence rule such as
 `dependencies`, or an `allOf` sibling's `required`, is met by a `null` key and broken once it is
@@ -43,11 +48,13 @@ class Conformed:
     absent: list[str] = field(default_factory=list)
     defaulted: dict[str, Any] = field(default_factory=dict)  # path -> the default now in `data`
     problems: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # judge nulls: never defaulted
 
     def evidence(self) -> list[dict[str, Any]]:
-        """Evidence rows (shaped as `Evidence.as_row()`) for each absent and each defaulted value."""
+        """Evidence rows (shaped as `Evidence.as_row()`) for each absent, defaulted and refused value."""
         found = [("absent", path, None) for path in self.absent]
         found += [("default", path, value) for path, value in self.defaulted.items()]
+        found += [("refused", path, None) for path in self.refused]
         return [
             {"path": path, "value": value, "rule": "none", "kind": kind, "spans": [], "quote": "",
              "score": 0.0, "grounded": True}
@@ -58,10 +65,12 @@ class Conformed:
 class _Walk:
     """One pass over the user's body and the data together; `absent`/`defaulted` collect the paths."""
 
-    def __init__(self, body: Node) -> None:
+    def __init__(self, body: Node, refused: set[Path]) -> None:
         self.cls = validator_class(body)
+        self.refused = refused
         self.absent: list[Path] = []
         self.defaulted: list[tuple[Path, Any]] = []
+        self.kept_refused: list[Path] = []
 
     def valid(self, node: Any, value: Any) -> bool:
         if not isinstance(node, dict):
@@ -85,11 +94,11 @@ class _Walk:
     def _branch(self, branches: list[Any], value: Any, path: Path) -> Any:
         """The value fitted to the first branch it then satisfies (the branch the grammar took)."""
         for branch in branches:
-            marks = len(self.absent), len(self.defaulted)
+            marks = len(self.absent), len(self.defaulted), len(self.kept_refused)
             fitted = self.fit(branch, copy.deepcopy(value), path)
             if self.valid(branch, fitted):
                 return fitted
-            del self.absent[marks[0] :], self.defaulted[marks[1] :]
+            del self.absent[marks[0] :], self.defaulted[marks[1] :], self.kept_refused[marks[2] :]
         return value
 
     def _object(self, node: Node, value: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -97,6 +106,11 @@ class _Walk:
         out = dict(value)
         for key, child in node["properties"].items():
             if key not in out:
+                continue
+            if out[key] is None and (*path, key) in self.refused:
+                if not self.valid(child, None):
+                    del out[key]  # the user's schema cannot say "wrong" here: leave it out, never default
+                self.kept_refused.append((*path, key))
                 continue
             if out[key] is None and key not in required and isinstance(child, dict):
                 default = child.get("default", None)
@@ -122,12 +136,14 @@ class _Walk:
         ]
 
 
-def conform(schema: Schema, data: Any) -> Conformed:
-    """`data` (valid against `schema.checked_body`) as `schema.body` reads it, validated there."""
+def conform(schema: Schema, data: Any, refused: set[Path] | None = None) -> Conformed:
+    """`data` (valid against `schema.checked_body`) as `schema.body` reads it, validated there;
+    `refused` holds the paths (as the checked data has them) the judge nulled."""
     body = schema.inlined_body
     wrapped = root_wrapped(body) and isinstance(data, dict)
     inner = data.get(ROOT_FIELD) if wrapped else data
-    walk = _Walk(schema.body)
+    prefix: Path = (ROOT_FIELD,) if wrapped else ()
+    walk = _Walk(schema.body, {p[len(prefix) :] for p in refused or set() if p[: len(prefix)] == prefix})
     fitted = walk.fit(body, copy.deepcopy(inner), ())
     validator = walk.cls(schema.body, format_checker=walk.cls.FORMAT_CHECKER)
     problems = [
@@ -135,11 +151,11 @@ def conform(schema: Schema, data: Any) -> Conformed:
         "its absent values are left out, though the checked body accepted it)"
         for e in validator.iter_errors(fitted)
     ]
-    prefix: Path = (ROOT_FIELD,) if wrapped else ()
     out = {**data, ROOT_FIELD: fitted} if wrapped else fitted
     return Conformed(
         out,
         [path_text((*prefix, *p)) for p in walk.absent],
         {path_text((*prefix, *p)): value for p, value in walk.defaulted},
         problems,
+        [path_text((*prefix, *p)) for p in walk.kept_refused],
     )

@@ -22,6 +22,19 @@ RANK = {"ok": 2, "partial": 1, "failed": 0}
 BUDGET_CAP = 4096
 
 
+def better(new: Verdict, kept: Verdict) -> bool:
+    """Whether attempt `new` replaces the `kept` one: a higher status wins; equal statuses are ranked by
+    their least confidence (the weakest value or null the row keeps), higher wins, and no confidence at
+    all (None: no logprobs, or nothing kept) ranks below any probability; a full tie goes to the later
+    attempt, as its notes or budget were the larger."""
+
+    def key(verdict: Verdict) -> tuple[int, float]:
+        least = verdict.least_confidence()
+        return RANK[verdict.status], -1.0 if least is None else least
+
+    return key(new) >= key(kept)
+
+
 @dataclass(frozen=True)
 class ExtractOptions:
     """The knobs of one run that shape every record's calls."""

@@ -1,7 +1,12 @@
 """One record's life through the two passes: reason freely, format under the grammar, judge, retry.
 
-Retries inside a run follow what went wrong:
-- invalid values: format again with the concrete validation errors fed back, reusing the notes;
+Retries inside a run follow what went wrong, and only where a retry can fix it:
+- values the text refuses (not in the text, a wrong format or validation error, a copy of another
+  field): format again with those errors fed back, reusing the notes;
+- a value below its confidence bound is never a reason to retry, and never part of the feedback of a
+  retry another error asked for: it is nulled (the row is `partial`), or the row fails where the field
+  is critical or cannot be null (tasks.grounding.bounds). Calibration measures first answers; a
+  second draw, tested again, would escape the bound it measured;
 - the formatting pass cut at `length`: format again with twice the budget (up to a cap), never by
   sending the truncated text back;
 - the reasoning pass cut at `length`: reason again with twice the budget, unless the notes end in a
@@ -9,8 +14,10 @@ Retries inside a run follow what went wrong:
 - nothing left to change (same notes, same prompt, greedy decoding): stop early;
 - an engine error: no retry here; the record is failed with `retryable` set, and queued for the
   reprocessing flow only when a retry can help (a prompt too long for the context never can).
-The text is fitted into the engines' context in tokens first (tasks.fit). Every call, retried or not,
-is logged as a `CallLog` and becomes a row.
+Across attempts the best verdict is kept (`calls.better`: status first, then the least confidence),
+and every formatting attempt's judged values are logged with its call (`CallLog.judged`), so a reader
+sees why one was kept. The text is fitted into the engines' context in tokens first (tasks.fit); a cut
+text is never `ok`. Every call, retried or not, is logged as a `CallLog` and becomes a row.
 """
 
 from __future__ import annotations
@@ -20,9 +27,9 @@ from typing import Any
 
 from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import Schema
-from formwork.tasks.calls import BUDGET_CAP, RANK, Caller, ExtractOptions, Outcome
+from formwork.tasks.calls import BUDGET_CAP, RANK, Caller, ExtractOptions, Outcome, better
 from formwork.tasks.engines.base import Completion, Engine, EngineError, Sampling
-from formwork.tasks.fit import fit_source
+from formwork.tasks.fit import cut_verdict, fit_source
 from formwork.tasks.modes import extract_single_pass
 from formwork.tasks.presets import guard, preset
 from formwork.tasks.prompts import formatting_messages, reasoning_messages
@@ -81,7 +88,8 @@ def extract_record(
             )
             shaped = call(formatter, "formatting", messages, shaping, grammar)
             verdict = judge(schema, text, notes, shaped, meta=meta, **options.judging())
-            if RANK[verdict.status] >= RANK[outcome.verdict.status]:
+            outcome.calls[-1].judged = verdict.judged()
+            if better(verdict, outcome.verdict):
                 outcome.verdict = verdict
                 outcome.reasoning_finish = notes.finish_reason
                 outcome.formatting_finish = shaped.finish_reason
@@ -91,15 +99,15 @@ def extract_record(
             if shaped.finish_reason == "length" and format_budget_now < BUDGET_CAP:
                 format_budget_now, feedback = min(2 * format_budget_now, BUDGET_CAP), []
             elif verdict.feedback:
-                feedback = verdict.feedback
+                feedback = verdict.feedback  # what a retry can fix; a value below its bound is not in it
             elif not redo_reasoning:
-                break  # same notes, same prompt, same greedy answer: another attempt changes nothing
+                break  # nothing a retry can fix (or only bounds, which are never retried)
     except EngineError as exc:
         if RANK[outcome.verdict.status] == 0:
             outcome.verdict = Verdict("failed", None, [f"engine error: {exc}"])
             outcome.retryable = outcome.queueable = exc.retryable
     if cut:
-        outcome.verdict.errors.append(f"note: the text was cut to {len(text)} characters to fit the context")
+        outcome.verdict = cut_verdict(outcome.verdict, len(text))
     return outcome
 
 

@@ -4,21 +4,29 @@ Characters are a poor measure: 6,000 Chinese characters are ~6,000 tokens or mor
 overflowed a 4,096-token context (the record then failed, and was queued although no retry could
 help). So the source text gets the room the context leaves after the prompt's scaffolding, the
 reasoning notes' budget, the formatting request and the formatting budget; a longer text is cut to
-that room and the outcome says so. Engines without a tokenizer (test doubles) are left as they are.
+that room (and to the prompts' `MAX_SOURCE_CHARS` in any case). Engines without a tokenizer (test
+doubles) are not counted.
+
+A cut text is never `ok`: what stood after the cut was never read (the line items of a long receipt,
+the second expense of a statement, the signature at the bottom of a thread), so the row is at best
+`partial`, with the reason (`cut_verdict`), and the run summary counts such records (`CUT`). Until
+long texts are split (issue 30), that is the only honest answer.
 Counting costs a server round trip, so a text whose bytes already fit is not counted (a token is at
 least one byte), and the prompt's scaffolding is counted once per schema.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines.base import Engine, RequestRejected
-from formwork.tasks.prompts import reasoning_messages
+from formwork.tasks.prompts import MAX_SOURCE_CHARS, reasoning_messages
+from formwork.tasks.validate import Verdict
 
 REQUEST_TOKENS = 256  # the formatting request, validation feedback and chat-template markers
 MIN_SOURCE_TOKENS = 32
+CUT = "the text was cut to"  # begins the reason of every row whose text was cut (counted in summaries)
 
 
 @dataclass(frozen=True)
@@ -49,9 +57,11 @@ def fit_source(
     text: str, schema: Schema, engines: tuple[Engine, ...], reasoning: int, formatting: int
 ) -> Fitted:
     """Cut `text` to the room the smallest context leaves; raise RequestRejected if there is none."""
+    longest = len(text) > MAX_SOURCE_CHARS  # the prompts show no more than this, whatever the context
+    text = text[:MAX_SOURCE_CHARS]
     counted = [e for e in dict.fromkeys(engines) if getattr(e, "context_window", None)]
     if not counted:
-        return Fitted(text, None)
+        return Fitted(text, None, longest)
     window = min(e.context_window for e in counted)  # type: ignore[attr-defined]
     fixed = _scaffold(counted, schema) + REQUEST_TOKENS + formatting
     room = window - fixed - reasoning
@@ -70,4 +80,12 @@ def fit_source(
         while chars > 0 and _count(counted, text[:chars]) > room:
             chars = int(chars * 0.9)
         text, size = text[:chars], _count(counted, text[:chars])
-    return Fitted(text, window - fixed - size, cut)
+    return Fitted(text, window - fixed - size, cut or longest)
+
+
+def cut_verdict(verdict: Verdict, chars: int) -> Verdict:
+    """The verdict of a record whose text was cut to `chars` characters: an `ok` becomes `partial`,
+    and every status carries the reason."""
+    reason = f"{CUT} {chars} characters to fit the context: what came after was never read"
+    status = "partial" if verdict.status == "ok" else verdict.status
+    return replace(verdict, status=status, errors=[*verdict.errors, reason])

@@ -7,9 +7,11 @@
   digs it out; the step that worked is kept with each call (`parse_step`, stored in `model_calls`).
 
 Each mode uses the run's main (reasoning) model for its one call, logs it as the `formatting` pass
-(the call that wrote the JSON), retries like the two-pass pipeline (field errors fed back, a `length`
-stop given twice the budget, no retry when nothing would change), and returns the same `Outcome`,
-so statuses, storage and the retry queue behave the same whatever the mode.
+(the call that wrote the JSON), retries like the two-pass pipeline (the errors a retry can fix fed
+back, a `length` stop given twice the budget, no retry when nothing would change, never a retry for a
+value below its confidence bound, even when sampling could draw another), keeps the best attempt and
+logs each one's judged values the same way, and returns the same `Outcome`, so statuses, storage and
+the retry queue behave the same whatever the mode. A cut text is never `ok` here either.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from typing import Any
 
 from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import Schema
-from formwork.tasks.calls import BUDGET_CAP, RANK, Caller, ExtractOptions, Outcome
+from formwork.tasks.calls import BUDGET_CAP, RANK, Caller, ExtractOptions, Outcome, better
 from formwork.tasks.engines.base import Completion, Engine, EngineError, Message, Sampling
-from formwork.tasks.fit import fit_source
+from formwork.tasks.fit import cut_verdict, fit_source
 from formwork.tasks.parsing import parse_ladder
 from formwork.tasks.presets import guard, preset
 from formwork.tasks.prompts import MAX_SOURCE_CHARS, field_guide
@@ -106,8 +108,10 @@ def extract_single_pass(
     outcome = outcome or Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     call = Caller(outcome)
     no_reasoning = Completion("", "stop", 0, 0, 0.0, engine.model)  # this mode has no separate pass
+    cut = False
     try:
-        text = fit_source(text, schema, (engine,), free_budget, budget).text
+        fitted = fit_source(text, schema, (engine,), free_budget, budget)
+        text, cut = fitted.text, fitted.cut
         messages = single_pass_messages(schema, text, mode)
         constraint = None if mode == "prompt-json" else options.formatting_grammar(schema, text, meta)
         if mode == "one-pass-reasoning" and constraint is not None:
@@ -121,7 +125,8 @@ def extract_single_pass(
             answer, step = _as_answer(done, mode)
             outcome.calls[-1].parse_step = step
             verdict = judge(schema, text, no_reasoning, answer, meta=meta, **options.judging())
-            if RANK[verdict.status] >= RANK[outcome.verdict.status]:
+            outcome.calls[-1].judged = verdict.judged()
+            if better(verdict, outcome.verdict):
                 outcome.verdict, outcome.formatting_finish = verdict, done.finish_reason
             if verdict.status == "ok":
                 break
@@ -134,10 +139,13 @@ def extract_single_pass(
                 if retry == messages and chosen.temperature == 0:
                     break  # the same answer, rejected for the same reasons: greedy would repeat it
                 messages = retry
-            elif chosen.temperature == 0:
-                break  # same prompt, greedy decoding: another attempt changes nothing
+            elif chosen.temperature == 0 or verdict.data is not None:
+                break  # greedy would repeat itself; and a judged row with nothing to tell is held to its
+                # bounds, which another draw must not escape
     except EngineError as exc:
         if RANK[outcome.verdict.status] == 0:
             outcome.verdict = Verdict("failed", None, [f"engine error: {exc}"])
             outcome.retryable = exc.retryable
+    if cut:
+        outcome.verdict = cut_verdict(outcome.verdict, len(text))
     return outcome

@@ -27,7 +27,8 @@ from formwork.schemas.conform import conform
 from formwork.schemas.paths import Path, null_target, path_text, semantic_errors, set_null
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines.base import Completion
-from formwork.tasks.grounding.confidence import chosen, field_confidences, min_confidence, value_paths
+from formwork.tasks.grounding.bounds import HELD, Bounds, Held, held_nulls, held_values
+from formwork.tasks.grounding.confidence import field_confidences, value_paths
 from formwork.tasks.grounding.copies import copies
 from formwork.tasks.grounding.evidence import Evidence, ground
 from formwork.tasks.grounding.prewritten import prewritten
@@ -45,16 +46,28 @@ class Verdict:
     data: dict[str, Any] | None
     errors: list[str] = field(default_factory=list)
     nulled: list[str] = field(default_factory=list)
-    feedback: list[str] = field(default_factory=list)  # the field errors, which a retry can be told
+    feedback: list[str] = field(default_factory=list)  # the errors a retry can fix, which it is told
     evidence: list[dict[str, Any]] = field(default_factory=list)  # `Evidence.as_row()` per value
+    values: list[dict[str, Any]] = field(default_factory=list)  # every value and null as judged (`judged`)
+
+    def least_confidence(self) -> float | None:
+        """The least probability among the values and nulls this row keeps as passed; None when none
+        of them has one (no logprobs, or nothing kept)."""
+        found = [v["confidence"] for v in self.values if v["verdict"] in KEPT and v["confidence"] is not None]
+        return min(found) if found else None
+
+    def judged(self) -> dict[str, Any]:
+        """What the judge decided about one formatting attempt, as `model_calls.judged` stores it."""
+        return {"status": self.status, "least_confidence": self.least_confidence(), "values": self.values}
 
 
-GUESS = "; choose the value the text supports"  # ends every error of a value below its confidence bound
+KEPT = ("passed", "null")  # value verdicts a row keeps as checked: a value that passed, a certified null
+EMPTY_ROW = "no value at all"  # begins the reason of a row whose every field is null
 
 
 def only_guesses(errors: list[str]) -> bool:
     """True when a row failed its confidence bounds and nothing else: calibration's "ok at bound 0"."""
-    return bool(errors) and all(error.endswith(GUESS) for error in errors)
+    return bool(errors) and all(error.endswith(HELD) for error in errors)
 
 
 def _field_errors(schema: Schema, data: Any, source: str) -> list[tuple[Path, str]]:
@@ -147,9 +160,11 @@ def _prewritten(proof: Evidence, key: str) -> str:
 
 def _evidence_errors(
     schema: Schema, data: dict[str, Any], source: str, formatting: Completion, meta: dict[str, Any] | None,
-    bounds: tuple[float, float | None], failing: set[Path], reference_field: str = "reference_date",
-) -> tuple[list[Evidence], list[tuple[Path, str]]]:  # fmt: skip
-    """Ground every value in the source and weigh every value's probability; failures are field errors.
+    bounds: Bounds, failing: set[Path], reference_field: str = "reference_date",
+) -> tuple[list[Evidence], list[tuple[Path, str]], list[Held], dict[str, float]]:  # fmt: skip
+    """Ground every value in the source and weigh every value's (and null's) probability: the values the
+    text does not back (field errors, which a retry may fix), those held to their bounds (never
+    retried), and each null's probability.
 
     `bounds` is (every value's bound, enum and boolean values' bound or None for the same); a field's
     `x-min-confidence` overrides both, and a bound above 1 can never be met (an uncalibrated choice).
@@ -180,23 +195,16 @@ def _evidence_errors(
 
     errors = [(path, why(e)) for e in evidence if not e.grounded and fresh(path := parse_path(e.path))]
     written = {e.path for e in evidence if e.spans}  # an aliased enum's label the text writes is read
-    for text, node in value_paths(schema.checked_body, data):
-        choice = chosen(node) and text not in written
-        default = bounds[1] if choice and bounds[1] is not None else bounds[0]
-        least, path = min_confidence(node, default, formatting.model), parse_path(text)
-        if least <= 0 or not fresh(path):
-            continue
-        value = json.dumps(next((e.value for e in evidence if e.path == text), None), ensure_ascii=False)
-        if least > 1:  # no calibration holds this chosen value: no probability is enough
-            errors.append((path, f"{text} {value} is a choice no calibration covers for this schema and "
-                                 "model (run formwork eval --calibrate)" + GUESS))  # fmt: skip
-        elif text not in confidences:  # a bound that cannot be checked is not met (fail closed)
-            errors.append((path, f"{text} {value} has no probability to hold to {least:.2f}: the engine "
-                                 "gave no grammar-masked logprobs (see docs/production.md)"))  # fmt: skip
-        elif confidences[text] < least:
-            guess = f"{text} {value} was a guess (probability {confidences[text]:.2f}, below {least:.2f})"
-            errors.append((path, guess + GUESS))
-    return evidence, errors
+    values = {e.path: e.value for e in evidence}
+    body, model = schema.checked_body, formatting.model
+    nulls = field_confidences(body, data, formatting, nulls=True)
+    held = [
+        *held_values(
+            body, data, confidences, bounds, model, written, values.get, lambda t: fresh(parse_path(t))
+        ),
+        *held_nulls(body, data, nulls, bounds, model, lambda t: fresh(parse_path(t))),
+    ]
+    return evidence, errors, held, nulls
 
 
 def judge(
@@ -225,10 +233,12 @@ def judge(
         return Verdict("failed", None, [reason])
     field_errors = _field_errors(schema, data, source)
     evidence: list[Evidence] = []
+    held: list[Held] = []
+    nulls: dict[str, float] = {}
     if isinstance(data, dict):
         failing = {path for path, _ in field_errors}
         bounds = (min_confidence, choice_confidence)
-        evidence, errors = _evidence_errors(
+        evidence, errors, held, nulls = _evidence_errors(
             schema, data, source, formatting, meta, bounds, failing, reference_field
         )
         field_errors += errors
@@ -238,24 +248,68 @@ def judge(
         for name, done in (("reasoning", reasoning), ("formatting", formatting))
         if done.finish_reason != "stop"
     ]
-    feedback = [message for _, message in field_errors]
-    fixed, nulled = (
-        _nulled(schema, data, field_errors) if isinstance(data, dict) and field_errors else (data, [])
-    )
-    if fixed is not None and field_errors and _field_errors(schema, fixed, source):
+    feedback = [message for _, message in field_errors]  # what a retry can fix; a bound is not told
+    below = [(parse_path(h.path), h.message) for h in held if not h.null]
+    failures = field_errors + below
+    unsure = [h.message for h in held if h.null]
+    fixed, nulled = _nulled(schema, data, failures) if isinstance(data, dict) and failures else (data, [])
+    if fixed is not None and failures and _field_errors(schema, fixed, source):
         fixed = None  # nulling did not make it valid (a constraint across fields): never store it as partial
+    values = _judged_values(evidence, nulls, held, field_errors, nulled)
+    messages = [message for _, message in failures] + unsure
     if stops or not isinstance(data, dict) or fixed is None:
         data = data if isinstance(data, dict) else None
-        return Verdict("failed", data, stops + feedback, feedback=feedback, evidence=rows)
-    if field_errors:
-        return as_written(schema, Verdict("partial", fixed, feedback, nulled, feedback, rows))
-    return as_written(schema, Verdict("ok", data, evidence=rows))
+        return Verdict("failed", data, stops + messages, feedback=feedback, evidence=rows, values=values)
+    if not any(value_paths(schema.checked_body, fixed)) and not schema.body.get("x-empty-ok"):
+        messages.append(
+            f"{EMPTY_ROW}: every field is null, which is not an answer unless the schema's root says "
+            "`x-empty-ok: true`"
+        )
+    verdict = Verdict("partial" if messages else "ok", fixed, messages, nulled, feedback, rows, values)
+    return as_written(schema, verdict, {parse_path(path) for path in nulled})
 
 
-def as_written(schema: Schema, verdict: Verdict) -> Verdict:
+def _rounded(confidence: float | None) -> float | None:
+    return None if confidence is None else round(confidence, 4)
+
+
+def _judged_values(
+    evidence: list[Evidence], nulls: dict[str, float], held: list[Held],
+    refused: list[tuple[Path, str]], nulled: list[str],
+) -> list[dict[str, Any]]:  # fmt: skip
+    """Every value and null of one attempt with its confidence and what the judge made of it:
+    passed, refused (validation or grounding), below bound, nulled (with a parent), null (certified),
+    unsure null."""
+    below = {h.path for h in held if not h.null}
+    unsure = {h.path for h in held if h.null}
+    refused_paths = {path_text(path) for path, _ in refused}
+
+    def verdict(path: str) -> str:
+        if path in below:
+            return "below bound"
+        if path in refused_paths:
+            return "refused"
+        if any(path == n or path.startswith((f"{n}.", f"{n}[")) for n in nulled):
+            return "nulled"
+        return "passed"
+
+    found = [
+        {"path": e.path, "value": e.value, "confidence": _rounded(e.confidence), "verdict": verdict(e.path)}
+        for e in evidence
+    ]
+    found += [
+        {"path": path, "value": None, "confidence": _rounded(nulls.get(path)),
+         "verdict": "unsure null" if path in unsure else "null"}
+        for path in sorted(set(nulls) | unsure)  # weighed, or held though no engine weighed it
+    ]  # fmt: skip
+    return found
+
+
+def as_written(schema: Schema, verdict: Verdict, refused: set[Path] | None = None) -> Verdict:
     """The row as the user's own schema reads it (schemas/conform.py): grammar nulls dropped or
-    defaulted, and listed in the evidence. A row that schema refuses is a bug and never stored as valid."""
-    done = conform(schema, verdict.data)
+    defaulted, and listed in the evidence; a null the judge put there (`refused`) is never replaced by a
+    default. A row that schema refuses is a bug and never stored as valid."""
+    done = conform(schema, verdict.data, refused or set())
     verdict = replace(verdict, data=done.data, evidence=[*verdict.evidence, *done.evidence()])
     return (
         replace(verdict, status="failed", errors=verdict.errors + done.problems) if done.problems else verdict

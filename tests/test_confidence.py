@@ -114,9 +114,10 @@ def test_a_value_below_the_run_threshold_is_a_field_failure() -> None:
     assert judge(CHAT, TEXT, notes(), completion, min_confidence=0.3).status == "ok"
     guessed = judge(CHAT, TEXT, notes(), completion, min_confidence=0.6)
     assert guessed.status == "failed"  # emotion is critical in chat_tag
-    assert guessed.feedback == [
-        'emotion "sad" was a guess (probability 0.40, below 0.60); choose the value the text supports'
+    assert guessed.errors == [
+        'emotion "sad" is below its bound (probability 0.40, below 0.60); held to its bound, not retried'
     ]
+    assert guessed.feedback == []  # a bound is never a reason to retry (issue 26)
     row = next(e for e in guessed.evidence if e["path"] == "emotion")
     assert row["confidence"] == pytest.approx(0.4) and row["kind"] == "none"
 

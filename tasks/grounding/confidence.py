@@ -9,62 +9,22 @@ grammar forced has probability 1 and costs nothing, so the decisive steps are wh
 diverge. The value's characters are located in the output JSON (a small position-tracking parse), the
 tokens that overlap them are summed in log space, and a number also pays for the token after it: that
 token is the choice to stop (`12` rather than `12.5`), which a string's closing quote already holds.
-The result is one probability per non-null value path.
+The result is one probability per non-null value path; `field_confidences(..., nulls=True)` gives
+the same for each null, the probability of the tokens that wrote `null` (under grounded decoding null
+is one of the choices, so it is a claim like any other: "the text has none").
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterator
 from typing import Any
 
 from formwork.schemas.annotations import value_types
 from formwork.tasks.engines.base import Completion
+from formwork.tasks.engines.json_spans import decided_at, value_spans
 
-_DECODER = json.JSONDecoder()
-_WHITESPACE = " \t\n\r"
-
-
-def _skip(text: str, at: int) -> int:
-    while at < len(text) and text[at] in _WHITESPACE:
-        at += 1
-    return at
-
-
-def value_spans(text: str) -> dict[str, tuple[int, int]]:
-    """The character span of every value in a JSON text, keyed by path (`items[2].name`)."""
-    spans: dict[str, tuple[int, int]] = {}
-
-    def parse(at: int, path: str) -> int:
-        at = _skip(text, at)
-        if text.startswith("{", at):
-            at = _skip(text, at + 1)
-            while not text.startswith("}", at):
-                key, at = _DECODER.raw_decode(text, at)
-                at = _skip(text, at)
-                at = parse(at + 1, f"{path}.{key}" if path else str(key))  # past the ':'
-                at = _skip(text, at)
-                if text.startswith(",", at):
-                    at = _skip(text, at + 1)
-            return at + 1
-        if text.startswith("[", at):
-            at, index = _skip(text, at + 1), 0
-            while not text.startswith("]", at):
-                at = _skip(text, parse(at, f"{path}[{index}]"))
-                index += 1
-                if text.startswith(",", at):
-                    at = _skip(text, at + 1)
-            return at + 1
-        _, end = _DECODER.raw_decode(text, at)
-        spans[path] = (at, end)
-        return end
-
-    try:
-        parse(0, "")
-    except (ValueError, IndexError):
-        return {}
-    return spans
+__all__ = ["chosen", "field_confidences", "min_confidence", "null_paths", "value_paths", "value_spans"]
 
 
 def _token_spans(pieces: tuple[tuple[str, float], ...]) -> Iterator[tuple[int, int, float]]:
@@ -91,8 +51,28 @@ def value_paths(body: dict[str, Any], data: Any, path: str = "") -> Iterator[tup
         yield path, body
 
 
-def field_confidences(body: dict[str, Any], data: Any, completion: Completion) -> dict[str, float]:
-    """Per value path, the probability of the chosen value; {} when the engine gave no logprobs.
+def null_paths(body: dict[str, Any], data: Any, path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    """(path, schema node) of every property or item whose value is null: each one is a claim of absence."""
+    if isinstance(data, dict):
+        for key, node in (body.get("properties") or {}).items():
+            where = f"{path}.{key}" if path else key
+            if key in data and data[key] is None and isinstance(node, dict):
+                yield where, node
+            else:
+                yield from null_paths(node, data.get(key), where)
+    elif isinstance(data, list) and isinstance(body.get("items"), dict):
+        for i, element in enumerate(data):
+            if element is None:
+                yield f"{path}[{i}]", body["items"]
+            else:
+                yield from null_paths(body["items"], element, f"{path}[{i}]")
+
+
+def field_confidences(
+    body: dict[str, Any], data: Any, completion: Completion, nulls: bool = False
+) -> dict[str, float]:
+    """Per value path, the probability of the chosen value (per null path instead, with `nulls`);
+    {} when the engine gave no logprobs.
 
     The tokens must spell the output text exactly; if they do not (an engine that post-processed its
     text), no confidence is claimed rather than a wrong one.
@@ -103,12 +83,10 @@ def field_confidences(body: dict[str, Any], data: Any, completion: Completion) -
     spans = value_spans(completion.text)
     tokens = list(_token_spans(pieces))
     confidences = {}
-    for path, _ in value_paths(body, data):
+    for path, _ in (null_paths if nulls else value_paths)(body, data):
         if path not in spans:
             continue
-        start, end = spans[path]
-        if type(_DECODER.decode(completion.text[start:end])) in (int, float):
-            end += 1  # the token that ends a number is the choice to stop it there
+        start, end = spans[path][0], decided_at(completion.text, spans[path])
         total = sum(lp for s, e, lp in tokens if s < end and e > start)
         if not math.isnan(total):  # NaN: a step whose masked probability is unknown (renormalise.py)
             confidences[path] = math.exp(total)
