@@ -6,8 +6,9 @@ each one's judged values are stored; a null is held to its field's bound; a row 
 a refused value and a cut text are never passed off as `ok` answers.
 
 Answers with stated probabilities come from a scripted formatter (no real model can be made to
-write a chosen value at a chosen probability); the reasoning pass, the judge, the storage and both
-databases are the real ones.
+write a chosen value at a chosen probability), and the notes from a scripted reasoner that stops
+cleanly (a real one may stop at `length`, which fails the row for another reason); the judge, the
+retry loops, the fitting, the storage and both databases are the real ones.
 """
 
 from __future__ import annotations
@@ -81,17 +82,29 @@ def notes() -> Completion:
     return Completion("Maria paid 42.80 EUR for lunch.", "stop", 1, 1, 0.01, "scripted")
 
 
+class Notes:
+    """A reasoner whose notes always stop cleanly."""
+
+    model, max_concurrency = "scripted-notes", 1
+
+    def complete(self, messages, sampling, schema=None) -> Completion:
+        return notes()
+
+
+NOTES = Notes()
+
+
 # --- 26, defect 2: a value below its bound is held, never retried ------------------------------------
 
 
-def test_a_value_below_its_bound_is_nulled_and_never_retried(local_engine) -> None:
+def test_a_value_below_its_bound_is_nulled_and_never_retried() -> None:
     """Issue 26's stub case: "meals" below the bound, then "entertainment" sure, would store the second
     draw as ok. Now the first answer is the decision: the category is nulled, nothing is asked again."""
     formatter = Scripted(
         answer(who=("Maria", 0.99), amount=(42.8, 0.99), category=("meals", 0.55)),
         answer(who=("Maria", 0.99), amount=(42.8, 0.99), category=("entertainment", 0.95)),
     )
-    outcome = extract_record(1, TEXT, SCHEMA, local_engine, formatter, ExtractOptions(**BOUNDS))
+    outcome = extract_record(1, TEXT, SCHEMA, NOTES, formatter, ExtractOptions(**BOUNDS))
     assert len(formatter.prompts) == 1 and outcome.attempts == 1
     assert outcome.verdict.status == "partial" and outcome.verdict.nulled == ["category"]
     assert outcome.verdict.data == {"who": "Maria", "amount": 42.8, "category": None}
@@ -99,7 +112,7 @@ def test_a_value_below_its_bound_is_nulled_and_never_retried(local_engine) -> No
     assert 'category "meals" is below its bound (probability 0.55, below 0.90)' in outcome.verdict.errors[0]
 
 
-def test_a_critical_value_below_its_bound_fails_the_row_without_a_retry(local_engine) -> None:
+def test_a_critical_value_below_its_bound_fails_the_row_without_a_retry() -> None:
     body = json.loads(json.dumps(BODY))
     body["properties"]["category"] |= {"x-critical": True, "enum": ["meals", "travel", "entertainment"]}
     critical = schema_from_body(body, "decision_critical.json")
@@ -107,16 +120,16 @@ def test_a_critical_value_below_its_bound_fails_the_row_without_a_retry(local_en
         answer(who=("Maria", 0.99), amount=(42.8, 0.99), category=("meals", 0.55)),
         answer(who=("Maria", 0.99), amount=(42.8, 0.99), category=("meals", 0.99)),
     )
-    outcome = extract_record(1, TEXT, critical, local_engine, formatter, ExtractOptions(**BOUNDS))
+    outcome = extract_record(1, TEXT, critical, NOTES, formatter, ExtractOptions(**BOUNDS))
     assert len(formatter.prompts) == 1 and outcome.verdict.status == "failed"
 
 
-def test_a_below_bound_value_is_not_in_the_feedback_of_a_retry_another_error_asked_for(local_engine) -> None:
+def test_a_below_bound_value_is_not_in_the_feedback_of_a_retry_another_error_asked_for() -> None:
     formatter = Scripted(
         answer(who=("Zed", 0.99), amount=(42.8, 0.99), category=("meals", 0.55)),
         answer(who=("Maria", 0.99), amount=(42.8, 0.99), category=("meals", 0.55)),
     )
-    extract_record(1, TEXT, SCHEMA, local_engine, formatter, ExtractOptions(**BOUNDS))
+    extract_record(1, TEXT, SCHEMA, NOTES, formatter, ExtractOptions(**BOUNDS))
     assert len(formatter.prompts) == 2  # "Zed" is not in the text: a retry can fix that
     assert '"Zed" does not appear in the text' in formatter.prompts[1]
     assert "category" not in formatter.prompts[1].split("Zed")[-1] and "0.55" not in formatter.prompts[1]
@@ -137,7 +150,7 @@ def test_sampling_in_a_single_pass_mode_never_redraws_a_value_below_its_bound() 
 # --- 26, defect 2: attempts ranked by least confidence, their evidence stored -------------------------
 
 
-def ranked_outcome(local_engine, record_id: int) -> tuple[Outcome, Scripted]:
+def ranked_outcome(record_id: int) -> tuple[Outcome, Scripted]:
     """Three partial attempts ("Zed" is never in the text); the first is the surest."""
     formatter = Scripted(
         answer(who=("Zed", 0.99), amount=(42.8, 0.97), category=("meals", 0.95)),
@@ -145,11 +158,11 @@ def ranked_outcome(local_engine, record_id: int) -> tuple[Outcome, Scripted]:
         answer(who=("Zed", 0.99), amount=(42.8, 0.97), category=("entertainment", 0.93)),
     )
     options = ExtractOptions(max_attempts=3, **BOUNDS)
-    return extract_record(record_id, TEXT, SCHEMA, local_engine, formatter, options), formatter
+    return extract_record(record_id, TEXT, SCHEMA, NOTES, formatter, options), formatter
 
 
-def test_equal_statuses_are_ranked_by_least_confidence_and_each_attempt_is_judged(local_engine) -> None:
-    outcome, formatter = ranked_outcome(local_engine, 1)
+def test_equal_statuses_are_ranked_by_least_confidence_and_each_attempt_is_judged() -> None:
+    outcome, formatter = ranked_outcome(1)
     assert len(formatter.prompts) == 3 and outcome.verdict.status == "partial"
     assert outcome.verdict.data["category"] == "meals"  # 0.95 beats 0.91 and 0.93; the last kept before
     formatting = [c for c in outcome.calls if c.pass_name == "formatting"]
@@ -172,10 +185,10 @@ def test_no_confidence_ranks_below_any_probability() -> None:
     assert better(Verdict("ok", {}), sure)  # status first
 
 
-def test_each_attempts_judged_values_reach_the_database(local_engine, any_db_url: str) -> None:
+def test_each_attempts_judged_values_reach_the_database(any_db_url: str) -> None:
     with session_factory(any_db_url)() as session:
         (record_id,) = store_records(session, "decision.jsonl", [InputRecord("r1", TEXT, {})])
-        outcome, _ = ranked_outcome(local_engine, record_id)
+        outcome, _ = ranked_outcome(record_id)
         run_id = start_run(session, SCHEMA, **RUN)
         save_outcomes(session, run_id, SCHEMA, [outcome], QueuePolicy())
         stored = session.query(ModelCall).filter_by(pass_name="formatting").order_by(ModelCall.attempt).all()
@@ -290,10 +303,10 @@ LONG = TEXT + " And then the meeting went on." * 300  # past the prompts' 6,000 
 SURE = answer(who=("Maria", 0.99), amount=(42.8, 0.99), category=("meals", 0.99))
 
 
-def test_an_ok_row_can_no_longer_come_from_a_cut_text(local_engine) -> None:
-    whole = extract_record(1, TEXT, SCHEMA, local_engine, Scripted(SURE), ExtractOptions(**BOUNDS))
+def test_an_ok_row_can_no_longer_come_from_a_cut_text() -> None:
+    whole = extract_record(1, TEXT, SCHEMA, NOTES, Scripted(SURE), ExtractOptions(**BOUNDS))
     assert whole.verdict.status == "ok", whole.verdict.errors  # the same answer, on the whole text
-    cut = extract_record(2, LONG, SCHEMA, local_engine, Scripted(SURE), ExtractOptions(**BOUNDS))
+    cut = extract_record(2, LONG, SCHEMA, NOTES, Scripted(SURE), ExtractOptions(**BOUNDS))
     assert cut.verdict.status == "partial" and cut.verdict.data == whole.verdict.data
     assert cut.verdict.errors[-1].startswith(CUT)
 

@@ -441,16 +441,19 @@ def test_no_token_logprobs_are_kept_unless_the_reply_shows_the_masked_distributi
     assert masked_token_logprobs(None, '{"a":1}') == ()
 
 
-def test_top_tokens_that_spell_the_same_text_add_their_mass() -> None:
-    """ "Black" (0.6) and "B" (0.3) both begin "Blackwood": the step costs 0.1, not 0.4; "Gr" adds none."""
+def test_top_tokens_that_write_the_whole_value_add_their_mass_and_shorter_ones_do_not() -> None:
+    """ "Black" (0.5) is chosen; "Blackwood\"" (0.2) writes the whole value, so it adds its mass; "B" (0.2)
+    begins "Blackwood" too but may lead on to a rival ("Brown"), so counting it could overstate the value
+    (issue 26); "Gr" writes something else. The step costs log 0.7, not log 0.9."""
     reply = {"content": [
         _entry(b'{"a":"', 0.0, MASKED_OUT),
-        {"token": "Black", "bytes": list(b"Black"), "logprob": math.log(0.6), "top_logprobs": [
-            {"token": "Black", "bytes": list(b"Black"), "logprob": math.log(0.6)},
-            {"token": "B", "bytes": list(b"B"), "logprob": math.log(0.3)},
+        {"token": "Black", "bytes": list(b"Black"), "logprob": math.log(0.5), "top_logprobs": [
+            {"token": "Black", "bytes": list(b"Black"), "logprob": math.log(0.5)},
+            {"token": 'Blackwood"', "bytes": list(b'Blackwood"'), "logprob": math.log(0.2)},
+            {"token": "B", "bytes": list(b"B"), "logprob": math.log(0.2)},
             {"token": "Gr", "bytes": list(b"Gr"), "logprob": math.log(0.1)}]},
         _entry(b'wood"}', 0.0, MASKED_OUT),
     ]}  # fmt: skip
     pieces = masked_token_logprobs(reply, '{"a":"Blackwood"}')
     assert [p for p, _ in pieces] == ['{"a":"', "Black", 'wood"}']
-    assert pieces[1][1] == pytest.approx(math.log(0.9))
+    assert pieces[1][1] == pytest.approx(math.log(0.7))
