@@ -8,7 +8,10 @@ record is processed again on every eval (`redo`), and a score always comes from 
 (`run_results`), never from the current result, which a better earlier answer may have kept.
 
 The scores of each mode go to `eval_runs`, linked to the run that made the rows; the tables go to a
-Prefect artifact; the chart to a PNG with its numbers beside it.
+Prefect artifact; the chart to a PNG with its numbers beside it. `--calibrate` stores a calibration
+per mode under that mode's full key (tasks.evaluation.key) and may write it as a file to ship;
+`--verify` runs with the bounds a run would apply and says whether their guarantee held
+(tasks.evaluation.verification); `--half` takes one fixed half of the gold set for either.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ def test_extract_applies_the_bounds_a_run_applies_and_says_which(
     plain = Settings(engine="local", reasoning_max_tokens=48, max_attempts=1, mode="one-pass")
     texts = ["Anna: we won the finals!!! best day ever"]
     [row] = extract(texts, schema=Mood, settings=plain)
-    assert row.confidence.startswith("uncalibrated, p >= 0.99: none: no calibration for mood")
+    assert row.confidence.startswith("uncalibrated, p >= 0.99: none: no calibration for Mood@v")
     assert applied_bounds(plain, resolve_schema(Mood), (local_engine, local_engine)).choices == NEVER
     if row.data and row.data.get("mood") is not None:  # a label chosen: never ok uncalibrated
         assert row.status != "ok" and any("no calibration covers" in e for e in row.errors)
