@@ -11,8 +11,9 @@ Each text gets exactly what a batch run gives a record: both passes, validation,
 in-run retries, and a status of ok, partial or failed with every reason, under the confidence bounds
 `formwork run` would apply (db.calibrations: the database's calibration when `db_url` is configured,
 else a shipped one, else the conservative default; each row's `confidence` says which). Nothing is
-stored; use `batch_extract` for the database, the retry queue and resumable runs. The engine and its settings come
-from the usual configuration (formwork.toml, FORMWORK_* variables) unless `settings` is passed.
+stored; use `batch_extract` for the database, the retry queue and resumable runs. The engine and
+its settings come from the usual configuration (formwork.toml, FORMWORK_* variables) unless
+`settings` is passed.
 """
 
 from __future__ import annotations
