@@ -8,13 +8,17 @@
 
 For code that already has its texts in memory (a notebook, a web handler, a user's own Prefect flow).
 Each text gets exactly what a batch run gives a record: both passes, validation, grounding, the
-in-run retries, and a status of ok, partial or failed with every reason. Nothing is stored; use
-`batch_extract` for the database, the retry queue and resumable runs. The engine and its settings come
-from the usual configuration (formwork.toml, FORMWORK_* variables) unless `settings` is passed.
+in-run retries, and a status of ok, partial or failed with every reason, under the confidence bounds
+`formwork run` would apply (db.calibrations: the database's calibration when `db_url` is configured,
+else a shipped one, else the conservative default; each row's `confidence` says which). Nothing is
+stored; use `batch_extract` for the database, the retry queue and resumable runs. The engine and
+its settings come from the usual configuration (formwork.toml, FORMWORK_* variables) unless
+`settings` is passed.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -24,13 +28,17 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from formwork.db.calibrations import Bounds, bounds_for, statement
+from formwork.db.session import session_factory
 from formwork.schemas.pydantic_source import class_body
 from formwork.schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
 from formwork.tasks.calls import ExtractOptions, Outcome
 from formwork.tasks.engines import check_engines, engines_for
+from formwork.tasks.evaluation.key import calibration_key
 from formwork.tasks.extract import extract_safely, input_problem
 from formwork.tasks.settings import Settings
 
+logger = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
 SchemaSource = type[BaseModel] | str | Path | dict[str, Any]
 
@@ -49,6 +57,7 @@ class Extracted(Generic[M]):
     reasoning_finish: str | None = None
     formatting_finish: str | None = None
     attempts: int = 0
+    confidence: str = ""  # which calibration applied and what `ok` then guarantees (db.calibrations)
 
     @property
     def ok(self) -> bool:
@@ -69,7 +78,20 @@ def resolve_schema(schema: SchemaSource) -> Schema:
     )
 
 
-def _as_row(text: str, outcome: Outcome, model_class: type[M] | None) -> Extracted[M]:
+def applied_bounds(settings: Settings, schema: Schema, engines: tuple[Any, Any]) -> Bounds | None:
+    """The bounds `formwork run` would apply (db.calibrations.bounds_for): the configured database's
+    calibration (only when `db_url` is set: the API never creates a database), else a shipped one,
+    else the conservative default. None when the `calibration` setting is off."""
+    if not settings.calibration:
+        return None
+    key = calibration_key(settings, schema, engines)
+    if "db_url" not in settings.model_fields_set:
+        return bounds_for(None, key, settings.min_confidence)
+    with session_factory(settings.db_url)() as session:
+        return bounds_for(session, key, settings.min_confidence)
+
+
+def _as_row(text: str, outcome: Outcome, model_class: type[M] | None, said: str) -> Extracted[M]:
     """The outcome as the caller sees it; a row the Pydantic class rejects fails rather than lies."""
     verdict, instance = outcome.verdict, None
     if model_class is not None and verdict.data is not None and verdict.status != "failed":
@@ -81,7 +103,7 @@ def _as_row(text: str, outcome: Outcome, model_class: type[M] | None) -> Extract
             )
     return Extracted(
         text, verdict.status, verdict.data, instance, list(verdict.errors), list(verdict.nulled),
-        list(verdict.evidence), outcome.reasoning_finish, outcome.formatting_finish, outcome.attempts,
+        list(verdict.evidence), outcome.reasoning_finish, outcome.formatting_finish, outcome.attempts, said,
     )  # fmt: skip
 
 
@@ -107,16 +129,22 @@ def extract(
     options = ExtractOptions.from_settings(settings)
     meta = {"reference_date": reference_date.isoformat()} if reference_date else None
 
-    with engines_for(settings) as (reasoner, formatter):
+    with engines_for(settings, checked.checked_body) as (reasoner, formatter):
         check_engines(reasoner, formatter)
+        bounds = applied_bounds(settings, checked, (reasoner, formatter))
+        said = ""
+        if bounds is not None:
+            options = replace(options, min_confidence=bounds.values, choice_confidence=bounds.choices)
+            said = statement(bounds.applied)
+            logger.info("extract(): confidence bounds: %s", said)
 
         def one(numbered: tuple[int, Any]) -> Extracted[M]:
             number, text = numbered
             if not isinstance(text, str) or not text.strip():
                 bad = input_problem(number, "the text is empty or not a string")
-                return _as_row(str(text or ""), bad, None)
+                return _as_row(str(text or ""), bad, None, said)
             outcome = extract_safely(number, text, checked, (reasoner, formatter), options, meta)
-            return _as_row(text, outcome, model_class)
+            return _as_row(text, outcome, model_class, said)
 
         workers = min(reasoner.max_concurrency, formatter.max_concurrency)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="formwork-api") as pool:

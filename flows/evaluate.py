@@ -8,7 +8,10 @@ record is processed again on every eval (`redo`), and a score always comes from 
 (`run_results`), never from the current result, which a better earlier answer may have kept.
 
 The scores of each mode go to `eval_runs`, linked to the run that made the rows; the tables go to a
-Prefect artifact; the chart to a PNG with its numbers beside it.
+Prefect artifact; the chart to a PNG with its numbers beside it. `--calibrate` stores a calibration
+per mode under that mode's full key (tasks.evaluation.key) and may write it as a file to ship;
+`--verify` runs with the bounds a run would apply and says whether their guarantee held
+(tasks.evaluation.verification); `--half` takes one fixed half of the gold set for either.
 """
 
 from __future__ import annotations
@@ -25,28 +28,31 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from formwork.db.calibrations import export_calibration, statement
 from formwork.db.models import Calibration, EvalRun, ModelCall, Record, Run, RunResult
 from formwork.db.session import session_factory
 from formwork.db.store import store_records
 from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
 from formwork.schemas.registry import Schema, load_checked_schema
-from formwork.tasks.engines import engine_kind
 from formwork.tasks.evaluation.calibration import (
+    LEVEL,
     TARGET,
     Point,
     choose,
     curve,
-    field_confidence,
-    least_confidence,
     recommended,
 )
-from formwork.tasks.evaluation.gold import GoldRecord, load_gold
+from formwork.tasks.evaluation.gold import GoldRecord, Half, load_gold
+from formwork.tasks.evaluation.key import CalibrationKey, calibration_key
+from formwork.tasks.evaluation.points import point_of
 from formwork.tasks.evaluation.scoring import OUTCOMES, score_record, summarise
+from formwork.tasks.evaluation.verification import verify as verify_claims
 from formwork.tasks.modes import MODES
 from formwork.tasks.presets import run_warning
 from formwork.tasks.settings import Settings
 from formwork.tasks.sources import InputRecord
-from formwork.tasks.validate import only_guesses
+
+MIN_TARGET, MAX_TARGET = 0.5, 0.999  # below a coin flip certifies nothing; 1 no finite gold set reaches
 
 
 def _costs(session: Session, run_id: int, records: int, mode: str) -> dict[str, Any]:
@@ -81,16 +87,10 @@ def _score_run(session: Session, schema: Schema, run_id: int, golds: list[GoldRe
     }  # fmt: skip
     missing = ("failed", None, [], None, [])  # a record the run did not store counts as no JSON
     scores = [score_record(schema, g.id, g.gold, *rows.get(g.id, missing)[:3]) for g in golds]
-    # The curve asks what each threshold would keep, so a row that failed only its confidence bounds
-    # counts as ok at bound 0; its least confidence then decides where it drops out.
-    # Its values (those stored, with their confidence) are what a partial row would keep at each bound.
-    points = []
+    points = []  # what production would do with each row at each threshold (tasks.evaluation.points)
     for g, s in zip(golds, scores, strict=True):
         _, data, _, evidence, errors = rows.get(g.id, missing)
-        ok = s.status == "ok" or (only_guesses(errors) and data is not None)
-        values = tuple((field_confidence(evidence, key), good) for key, good in s.fields.items()
-                       if data is not None and data.get(key) is not None)  # fmt: skip
-        points.append(Point(ok, s.outcome == "all_correct", least_confidence(evidence), values))
+        points.append(point_of(schema, s, data, errors or [], evidence))
     calibration = curve(points)
     report = summarise(schema, scores, [g.gold for g in golds]).as_dict()
     kept = [(g.gold[key], s.got.get(key), good) for g, s in zip(golds, scores, strict=True)
@@ -111,12 +111,11 @@ def _gold_hash(golds: list[GoldRecord]) -> str:
     return hashlib.sha256(json.dumps(rows, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def _calibrate(session: Session, schema: Schema, model: str, engine: str, mode: str, run_id: int,
-               golds: list[GoldRecord], points: list[Point], target: float) -> dict[str, Any]:  # fmt: skip
-    """Choose the threshold with its bound (tasks.evaluation.calibration), store it, describe it."""
+def _calibrate(session: Session, key: CalibrationKey, run_id: int, golds: list[GoldRecord],
+               points: list[Point], target: float) -> tuple[Calibration, dict[str, Any]]:  # fmt: skip
+    """Choose the threshold with its bound (tasks.evaluation.calibration), store it under its full key."""
     chosen = choose(points, target)
-    row = Calibration(schema_name=schema.name, schema_version=schema.version, schema_hash=schema.digest,
-                      model=model, engine=engine, mode=mode, method="least-confidence",
+    row = Calibration(**key.as_dict(), method="least-confidence",
                       threshold=chosen.threshold, target=chosen.target, level=chosen.level,
                       bound=chosen.bound, kept=chosen.kept, correct=chosen.correct,
                       values_bound=chosen.values_bound, values_kept=chosen.values_kept,
@@ -124,8 +123,26 @@ def _calibrate(session: Session, schema: Schema, model: str, engine: str, mode: 
                       gold_hash=_gold_hash(golds), gold_size=len(golds), run_id=run_id)  # fmt: skip
     session.add(row)
     session.flush()
-    return {"id": row.id, "threshold": chosen.threshold, "bound": chosen.bound,
-            "guarantee": chosen.guarantee()}  # fmt: skip
+    return row, {"id": row.id, "threshold": chosen.threshold, "bound": chosen.bound,
+                 "guarantee": chosen.guarantee()}  # fmt: skip
+
+
+def _verify(session: Session, run_id: int, report: dict[str, Any]) -> dict[str, Any]:
+    """Whether the bounds this run applied (as any run would) held on these gold records."""
+    run = session.get(Run, run_id)
+    applied = (run.confidence if run else None) or {}
+    ok = report["ok"]
+    ok_right = round((report["precision_ok"] or 0.0) * ok)
+    kept = report["partial_kept"]
+    kept_right = round((report["partial_precision"] or 0.0) * kept)
+    found = verify_claims((ok_right, ok), (kept_right, kept), applied.get("target", TARGET),
+                   applied.get("level", LEVEL))  # fmt: skip
+    return found | {"applied": statement(applied) if applied else "no confidence bound applied"}
+
+
+def _export_name(key: CalibrationKey) -> str:
+    model = "".join(c if c.isalnum() or c in "-_." else "-" for c in key.model)
+    return f"{key.schema_name}-v{key.schema_version}-{model}-{key.engine.replace(':', '-')}-{key.mode}.json"
 
 
 def _publish(reports: dict[str, dict[str, Any]], title: str) -> None:
@@ -151,6 +168,16 @@ def _publish(reports: dict[str, dict[str, Any]], title: str) -> None:
     create_markdown_artifact(markdown="\n".join(lines), key="eval-confusion", description=title)
 
 
+def _checked(target: float, calibrate: bool, verify: bool, export: str | None) -> None:
+    if not MIN_TARGET <= target <= MAX_TARGET:
+        raise ValueError(f"target {target:g} is outside {MIN_TARGET:g} to {MAX_TARGET:g}: a calibration "
+                         "certifies a precision of ok worth having, one gold records can reach")  # fmt: skip
+    if calibrate and verify:
+        raise ValueError("use --calibrate on one half and --verify on the other, not both at once")
+    if export and not calibrate:
+        raise ValueError("--export writes the calibration --calibrate stores: add --calibrate")
+
+
 @flow(name="evaluate", validate_parameters=True)
 def evaluate(
     gold: str,
@@ -161,19 +188,26 @@ def evaluate(
     chart: str | None = None,
     calibrate: bool = False,
     target: float = TARGET,
+    verify: bool = False,
+    half: Half | None = None,
+    export: str | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Score each mode on the gold records; return mode -> scores (with `run_id` and `eval_id`).
+    """Score each mode on the gold records (of one `half`, if given); return mode -> scores (with
+    `run_id` and `eval_id`).
 
-    Without `calibrate` each mode runs as production would, its matching calibration applied. With
-    it, no confidence bound applies (each row's least confidence is what is measured), and a
-    calibration per mode is chosen for `target` and stored for the runs that match it."""
+    Without `calibrate` each mode runs as production would, its matching calibration applied; `verify`
+    then says whether that calibration's guarantee held on these records. With `calibrate`, no
+    confidence bound applies (each row's least confidence is what is measured), and a calibration per
+    mode is chosen for `target`, stored under that mode's full key, and written into the folder
+    `export` as a file to ship, if given. Calibrating and verifying need a gold that names every field."""
+    _checked(target, calibrate, verify, export)
     settings = Settings()
     modes = modes or [settings.mode]
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise ValueError(f"unknown mode {', '.join(unknown)}: use {', '.join(MODES)}")
     chosen = load_checked_schema(schema)
-    golds = load_gold(gold, chosen, limit)
+    golds = load_gold(gold, chosen, limit, complete=calibrate or verify, half=half)
     sessions = session_factory(db_url or settings.db_url)
     batch, reports = uuid.uuid4().hex[:12], {}
     with checked_engines(settings, chosen) as engines:
@@ -181,22 +215,28 @@ def evaluate(
             source = f"eval:{Path(gold).resolve()}#{mode}"
             with sessions() as session:
                 ids = store_records(session, source, (InputRecord(g.id, g.text, g.meta) for g in golds))
-            update: dict[str, Any] = {"mode": mode}
-            if calibrate:
-                update |= {"calibration": False, "min_confidence": 0.0}
-            mode_settings = settings.model_copy(update=update)
-            context = new_context(sessions, mode_settings, chosen, engines, flow="evaluate", source=source,
-                                  redo=True)  # fmt: skip
+            production = settings.model_copy(update={"mode": mode})
+            key = calibration_key(production, chosen, engines)
+            measuring = production.model_copy(update={"calibration": False, "min_confidence": 0.0})
+            context = new_context(sessions, measuring if calibrate else production, chosen, engines,
+                                  flow="evaluate", source=source, redo=True)  # fmt: skip
             run_chunks(context, chunked(ids, settings.chunk_size))
             with sessions() as session:
                 report = _score_run(session, chosen, context.run_id, golds, source)
                 report |= _costs(session, context.run_id, len(golds), mode)
                 points = report.pop("points")
+                report["half"] = half
                 if calibrate:
-                    report["calibrated"] = _calibrate(
-                        session, chosen, engines[1].model, engine_kind(settings, engines[1]), mode,
-                        context.run_id, golds, points, target,
-                    )  # fmt: skip
+                    row, report["calibrated"] = _calibrate(session, key, context.run_id, golds, points,
+                                                           target)  # fmt: skip
+                    if export:
+                        folder = Path(export)
+                        folder.mkdir(parents=True, exist_ok=True)
+                        report["calibrated"]["exported"] = str(
+                            export_calibration(row, folder / _export_name(key))
+                        )
+                if verify:
+                    report["verified"] = _verify(session, context.run_id, report)
                 report["warning"] = run_warning(settings.preset, settings.allow_chat_in_constrained)
                 row = EvalRun(batch=batch, run_id=context.run_id, gold_source=str(Path(gold).resolve()),
                               schema_name=chosen.name, schema_version=chosen.version, mode=mode,

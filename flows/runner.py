@@ -35,6 +35,7 @@ from formwork.schemas.registry import Schema
 from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.engines import check_engines, engine_kind, engines_for
 from formwork.tasks.engines.base import Engine
+from formwork.tasks.evaluation.key import calibration_key
 from formwork.tasks.presets import run_warning
 from formwork.tasks.settings import Settings
 
@@ -72,7 +73,7 @@ def new_context(
         crashed = mark_crashed(session, timeout)
         applied = None
         if settings.calibration:
-            bounds = bounds_for(session, schema, formatter.model, kind, settings.min_confidence)
+            bounds = bounds_for(session, calibration_key(settings, schema, engines), settings.min_confidence)
             options = replace(options, min_confidence=bounds.values, choice_confidence=bounds.choices)
             applied = bounds.applied
         run_id = start_run(

@@ -76,3 +76,41 @@ def test_installed_formwork_claims_no_generic_top_level_names(tmp_path: Path) ->
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_extract_applies_the_bounds_a_run_applies_and_says_which(
+    local_engine: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, any_db_url: str
+) -> None:
+    """Defect 6: extract() applied no bound, so a coin-flip enum came back `ok`. Now it looks up what
+    `formwork run` would: no database configured and nothing shipped: the conservative default (no
+    enum passes); the configured database's calibration when it has one for the key."""
+    from formwork.db.calibrations import NEVER
+    from formwork.db.models import Calibration
+    from formwork.db.session import session_factory
+    from formwork.flows.api import applied_bounds
+    from formwork.tasks.evaluation import shipped
+    from formwork.tasks.evaluation.key import calibration_key
+
+    monkeypatch.delenv("FORMWORK_DB_URL", raising=False)
+    monkeypatch.setattr(shipped, "SHIPPED", tmp_path)  # nothing shipped for this test's schema anyway
+    plain = Settings(engine="local", reasoning_max_tokens=48, max_attempts=1, mode="one-pass")
+    texts = ["Anna: we won the finals!!! best day ever"]
+    [row] = extract(texts, schema=Mood, settings=plain)
+    assert row.confidence.startswith("uncalibrated, p >= 0.99: none: no calibration for Mood@v")
+    assert applied_bounds(plain, resolve_schema(Mood), (local_engine, local_engine)).choices == NEVER
+    if row.data and row.data.get("mood") is not None:  # a label chosen: never ok uncalibrated
+        assert row.status != "ok" and any("no calibration covers" in e for e in row.errors)
+
+    configured = plain.model_copy(update={"db_url": any_db_url})
+    key = calibration_key(configured, resolve_schema(Mood), (local_engine, local_engine))  # type: ignore[arg-type]
+    with session_factory(any_db_url)() as session:
+        session.add(made := Calibration(
+            **key.as_dict(), method="least-confidence", threshold=0.0, target=0.95, level=0.9, bound=0.955,
+            kept=50, correct=50, values_bound=0.96, values_kept=60, values_correct=60, gold_hash="0" * 64,
+            gold_size=60))  # fmt: skip
+        session.commit()
+        made_id = made.id
+    [row] = extract(texts, schema=Mood, settings=configured)
+    assert row.confidence.startswith(f"calibration {made_id}, p >= 0: precision of ok >= 0.955")
+    assert not any("no calibration covers" in e or "was a guess" in e for e in row.errors)

@@ -80,3 +80,89 @@ def test_a_repeated_gold_id_is_refused(tmp_path) -> None:
     path.write_text('{"id": "a", "text": "x", "gold": {}}\n' * 2)
     with pytest.raises(GoldProblem, match="appears twice"):
         load_gold(path, load_schema("expense"))
+
+
+FULL = {"who": "Tom", "date": "2024-03-03", "amount": 35, "currency": "EUR", "category": "transport",
+        "project": None}  # fmt: skip
+
+
+def test_a_gold_that_leaves_a_field_out_is_refused_for_calibration_with_its_line_and_field(tmp_path) -> None:
+    """Defect 1: a left-out field would count as right unchecked, and the bound would then cover it."""
+    path = tmp_path / "gold.jsonl"
+    left_out = {k: v for k, v in FULL.items() if k != "category"}
+    rows = [{"id": "a", "text": "Taxi 35 EUR, 2024-03-03, Tom", "gold": FULL},
+            {"id": "b", "text": "Taxi 35 EUR", "gold": left_out}]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert len(load_gold(path, load_schema("expense"))) == 2  # scoring alone may leave fields out
+    with pytest.raises(GoldProblem, match=r":2: the gold leaves out category"):
+        load_gold(path, load_schema("expense"), complete=True)
+    path.write_text(json.dumps({"id": "c", "text": "x", "gold": {}}) + "\n")
+    with pytest.raises(GoldProblem, match=r':1: "gold": \{\} names no field'):
+        load_gold(path, load_schema("expense"), complete=True)
+
+
+@pytest.mark.parametrize("target", ["0", "0.3", "1"])
+def test_a_target_outside_half_to_0999_is_refused(tmp_path, target: str) -> None:
+    result = runner.invoke(app, ["eval", str(GOLD), "-s", "expense", "--calibrate", "--target", target])
+    assert result.exit_code == 2 and "--target" in result.output
+    from formwork.flows.evaluate import _checked
+
+    with pytest.raises(ValueError, match=r"outside 0\.5 to 0\.999"):
+        _checked(float(target), True, False, None)
+
+
+def test_the_gold_set_splits_in_two_fixed_halves_by_a_hash_of_each_id(tmp_path) -> None:
+    from formwork.tasks.evaluation.gold import half_of
+
+    expense = load_schema("expense")
+    every = [g.id for g in load_gold(GOLD, expense)]
+    halves = {h: [g.id for g in load_gold(GOLD, expense, half=h)] for h in ("calibration", "verification")}
+    assert sorted(halves["calibration"] + halves["verification"]) == sorted(every)
+    assert not set(halves["calibration"]) & set(halves["verification"]) and all(halves.values())
+    assert half_of("exp-001") == half_of("exp-001") and {half_of(f"r{n}") for n in range(8)} == {
+        "calibration", "verification"}  # fmt: skip
+    reordered = tmp_path / "gold.jsonl"
+    reordered.write_text("".join(reversed(GOLD.read_text().splitlines(keepends=True))))
+    assert {g.id for g in load_gold(reordered, expense, half="verification")} == set(halves["verification"])
+
+
+@pytest.mark.slow
+def test_compare_calibrate_stores_one_calibration_per_mode_and_exports_each(
+    prefect_harness, local_engine, monkeypatch, tmp_path
+) -> None:
+    """Defect 3: `--compare two-pass,one-pass --calibrate` left the last mode's threshold in force for
+    both; now each mode's calibration is stored under its own key, applies to that mode only, and
+    `--export` writes each as a file to ship, which a run then finds by its full key."""
+    from formwork.db.calibrations import bounds_for
+    from formwork.db.models import Calibration
+    from formwork.schemas.registry import load_schema as schema_of
+    from formwork.tasks.evaluation import shipped
+    from formwork.tasks.evaluation.key import calibration_key
+    from formwork.tasks.settings import Settings
+
+    monkeypatch.setenv("FORMWORK_REASONING_MAX_TOKENS", "32")
+    monkeypatch.setenv("FORMWORK_MAX_ATTEMPTS", "1")
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps({"id": "a", "text": "Taxi 35 EUR, 2024-03-03, Tom", "gold": FULL}) + "\n")
+    db, ship = f"sqlite:///{tmp_path}/eval.db", tmp_path / "ship"
+    args = ["eval", str(gold), "-s", "expense", "--compare", "two-pass,one-pass", "--calibrate", "--export",
+            str(ship), "--db", db, "--chart", str(tmp_path / "c.png")]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "written for shipping to" in result.output
+    expense = schema_of("expense")
+    with session_factory(db)() as session:
+        rows = session.scalars(select(Calibration).order_by(Calibration.id)).all()
+        assert [r.mode for r in rows] == ["two-pass", "one-pass"]
+        assert all(r.grounded is not None and r.reasoning_model and r.model_hash for r in rows)
+        for row in rows:
+            key = calibration_key(Settings(mode=row.mode), expense, (local_engine, local_engine))
+            assert key.model_hash == row.model_hash and key.mode == row.mode
+            said = bounds_for(session, key).applied["guarantee"]  # its own mode's: no threshold on 1 row
+            assert said.startswith(f"none: calibration {row.id} reached no threshold")
+    files = sorted(p.name for p in ship.glob("*.json"))
+    assert len(files) == 2 and all("one-pass" in f or "two-pass" in f for f in files)
+    monkeypatch.setattr(shipped, "SHIPPED", ship)
+    key = calibration_key(Settings(mode="one-pass"), expense, (local_engine, local_engine))
+    assert bounds_for(None, key).applied["guarantee"].startswith("none: calibration shipped in ")
+    assert "one-pass" in bounds_for(None, key).applied["guarantee"]

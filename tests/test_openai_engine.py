@@ -143,8 +143,10 @@ def test_an_openai_run_never_applies_another_engines_calibration(db_url: str) ->
     def calibration(kind: str, threshold: float) -> Calibration:
         return Calibration(schema_name=expense.name, schema_version=expense.version,
                            schema_hash=expense.digest, model="smollm2-gguf", engine=kind, mode="two-pass",
+                           model_hash=None, grounded=True, reasoning_model="smollm2-gguf",
                            method="least-confidence", threshold=threshold, target=0.95, level=0.9,
-                           bound=0.96, kept=50, correct=50, gold_hash="0" * 64, gold_size=60)  # fmt: skip
+                           bound=0.96, kept=50, correct=50, values_bound=0.96, values_kept=60,
+                           values_correct=60, gold_hash="0" * 64, gold_size=60)  # fmt: skip
 
     def applied() -> dict[str, Any]:
         settings = Settings(engine="openai")

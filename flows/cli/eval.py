@@ -1,4 +1,5 @@
-"""`formwork eval GOLD.jsonl --schema S [--mode M | --compare a,b] [--limit N]`: score modes on gold."""
+"""`formwork eval GOLD.jsonl --schema S [--mode M | --compare a,b] [--limit N] [--half H]
+[--calibrate [--export FOLDER] | --verify]`: score modes on gold, calibrate, or check a calibration."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import typer
 from rich.table import Table
 
 from formwork.flows.cli.common import DbOption, err, fail, out, resolve_db
+from formwork.tasks.evaluation.gold import HALVES
 
 
 def _percent(value: float | None) -> str:
@@ -75,6 +77,14 @@ def print_reports(reports: dict[str, dict[str, Any]]) -> None:
             out.print(f"{mode}: calibration {done['id']} stored: "
                       + (f"min_confidence {done['threshold']:g}, " if done["threshold"] is not None else "")
                       + done["guarantee"])  # fmt: skip
+            if done.get("exported"):
+                out.print(f"{mode}: written for shipping to {done['exported']}")
+        if report.get("verified"):
+            checked = report["verified"]
+            out.print(f"{mode}: applied {checked['applied']}")
+            out.print(f"{mode}: verification on {report['records']} gold records"
+                      + (f" ({report['half']} half)" if report.get("half") else "")
+                      + f": {checked['statement']}")  # fmt: skip
         if report.get("warning"):
             err.print(f"[yellow]warning:[/] {report['warning']}")
 
@@ -92,8 +102,22 @@ def eval_gold(
         bool, typer.Option(help="choose and store the confidence threshold that certifies --target")
     ] = False,
     target: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="precision of ok to certify (90% one-sided bound)")
+        float, typer.Option(min=0.5, max=0.999, help="precision of ok to certify (90% one-sided bound)")
     ] = 0.95,
+    verify: Annotated[
+        bool, typer.Option(help="apply the calibration a run would apply and say whether its bound held")
+    ] = False,
+    half: Annotated[
+        str | None,
+        typer.Option(
+            help="only this half of the gold set, split by a hash of each id: calibrate on one, "
+            "verify on the other"
+        ),
+    ] = None,
+    export: Annotated[
+        Path | None,
+        typer.Option(help="with --calibrate: write each stored calibration to this folder, to ship"),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Run gold records through the pipeline, score them, store the scores, print tables, draw a chart."""
@@ -105,6 +129,8 @@ def eval_gold(
 
     if mode and compare:
         fail("use --mode or --compare, not both")
+    if half is not None and half not in HALVES:
+        fail(f"--half is {' or '.join(HALVES)}, not {half!r}")
     modes = [m.strip() for m in compare.split(",") if m.strip()] if compare else ([mode] if mode else None)
     chart = chart or Path(f"eval-{Path(schema).stem}.png")
     err.print(f"evaluating {gold} ({', '.join(modes or ['the configured mode'])}); this runs the model")
@@ -112,7 +138,8 @@ def eval_gold(
         with without_heartbeat():
             reports = evaluate(
                 str(gold), schema, modes=modes, limit=limit, db_url=resolve_db(db), chart=str(chart),
-                calibrate=calibrate, target=target,
+                calibrate=calibrate, target=target, verify=verify, half=half,  # type: ignore[arg-type]
+                export=str(export) if export else None,
             )  # fmt: skip
     except (GoldProblem, SchemaProblem, EngineError, ValueError, ImportError) as exc:
         fail(str(exc))

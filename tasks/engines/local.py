@@ -63,6 +63,7 @@ class LocalEngine:
         if slots < 1:
             raise ValueError(f"slots must be at least 1, not {slots}")
         self.model = path.stem
+        self.model_path = path  # its content hash keys calibrations (tasks.engines.fingerprint)
         self.max_concurrency = slots
         self._runtime = runtime = LlamaRuntime(path, n_ctx, slots, n_threads or usable_cores())
         self.context_window = runtime.n_ctx

@@ -19,7 +19,9 @@ and needs enough of them: with every kept row right, 45 rows give a
 lower bound of 0.1^(1/45) = 0.9501, so a gold set under 45 records cannot certify 95% at 90%.
 
 A `partial` row promises that what it keeps is good, so a threshold must also certify the values kept
-in rows that are not `ok` at it (each value whose confidence meets the threshold, or has none): the
+in rows that are `partial` at it, exactly as production decides (not a row it fails: no JSON, a
+refused critical field, or a critical value below the threshold; in those rows, each value whose
+confidence meets the threshold, or has none): the
 same Clopper-Pearson bound on their precision, at the same level. A threshold passes only when each
 claim it makes holds (rows, where it keeps any; values, where it keeps any): an intersection-union
 test, which needs no correction for testing two claims. The values' bound treats each kept value as
@@ -40,19 +42,27 @@ LEVEL = 0.90  # one-sided confidence of the bound on precision of ok
 
 @dataclass(frozen=True)
 class Point:
-    """One scored record: its status, whether every scored field is right, its least confident choice."""
+    """One scored record, measured with no bound: its status, whether every scored field is right, its
+    least confident choice, its stored values, and what makes production fail it at a threshold."""
 
     ok: bool
     correct: bool
     least: float | None  # None: no enum or boolean value with a probability
     values: tuple[tuple[float | None, bool], ...] = ()  # each stored value: its confidence, whether right
+    failed: bool = False  # failed whatever the bound: no JSON, a refused critical field, a cut pass
+    critical: float | None = None  # the least confidence of a critical field's value: below the bound fails
 
     def is_ok(self, threshold: float) -> bool:
         return self.ok and (self.least is None or self.least >= threshold)
 
+    def fails(self, threshold: float) -> bool:
+        """Whether production fails this row at `threshold`: failed anyway, or a critical value below it."""
+        return self.failed or (self.critical is not None and self.critical < threshold)
+
     def kept(self, threshold: float) -> list[bool]:
-        """Whether each value this row keeps as `partial` at `threshold` is right (none when ok)."""
-        if self.is_ok(threshold):
+        """Whether each value this row keeps as `partial` at `threshold` is right: none when the row is
+        ok there (precision of ok counts it) or failed there (production stores none of its values)."""
+        if self.is_ok(threshold) or self.fails(threshold):
             return []
         return [right for confidence, right in self.values if confidence is None or confidence >= threshold]
 

@@ -3,14 +3,24 @@
 A gold set is written by people, so it is checked strictly before any model runs: a broken line, a
 missing id, a repeated id or a gold naming a field the schema lacks is refused with its line number
 (a silently skipped gold record would change every score).
+
+A gold set that calibrates must name every field of the schema in every row (null where the text has
+none): a field left out is not scored, so a row would count as all right over the fields that remain,
+and the threshold it certifies would then apply to the field nobody checked (a gold set without
+`category` certified 0.0, and production stored coin-flip enums as `ok`).
+
+A gold set is split in two halves, fixed by the sha256 of each record's id (even first byte:
+`calibration`, odd: `verification`), so one half chooses a threshold and the other, which it never
+saw, checks it (`formwork eval --half`); the split does not move when records are added or reordered.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from formwork.schemas.registry import Schema
 
@@ -27,8 +37,21 @@ class GoldRecord:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def load_gold(path: str | Path, schema: Schema, limit: int | None = None) -> list[GoldRecord]:
-    """The first `limit` gold records of the file, every line checked."""
+Half = Literal["calibration", "verification"]
+HALVES: tuple[Half, ...] = ("calibration", "verification")
+
+
+def half_of(record_id: str) -> Half:
+    """The half a record belongs to, fixed by its id alone."""
+    return HALVES[hashlib.sha256(record_id.encode("utf-8")).digest()[0] % 2]
+
+
+def load_gold(
+    path: str | Path, schema: Schema, limit: int | None = None, *, complete: bool = False,
+    half: Half | None = None,
+) -> list[GoldRecord]:  # fmt: skip
+    """The first `limit` gold records of the file (of one `half`, if given), every line checked;
+    `complete`: every row must name every field of the schema (for calibration)."""
     path = Path(path)
     if not path.is_file():
         raise GoldProblem(f"{path}: no such gold file")
@@ -50,13 +73,28 @@ def load_gold(path: str | Path, schema: Schema, limit: int | None = None) -> lis
         unknown = set(gold) - set(schema.properties)
         if unknown:
             raise GoldProblem(f"{where}: {schema.name} has no field {', '.join(sorted(unknown))}")
+        if complete:
+            _check_complete(where, schema, gold)
         key = str(row["id"])
         if key in seen:
             raise GoldProblem(f"{where}: id {key!r} appears twice")
         seen.add(key)
+        if half is not None and half_of(key) != half:
+            continue
         records.append(GoldRecord(key, row["text"], gold, row.get("meta") or {}))
         if limit is not None and len(records) >= limit:
             break
     if not records:
-        raise GoldProblem(f"{path}: no gold records")
+        raise GoldProblem(f"{path}: no gold records" + (f" in the {half} half" if half else ""))
     return records
+
+
+def _check_complete(where: str, schema: Schema, gold: dict[str, Any]) -> None:
+    if not gold:
+        raise GoldProblem(f'{where}: "gold": {{}} names no field; a gold that calibrates names every field '
+                          "of the schema (null where the text has none)")  # fmt: skip
+    missing = [key for key in schema.properties if key not in gold]
+    if missing:
+        raise GoldProblem(f"{where}: the gold leaves out {', '.join(missing)}; to calibrate, every row names "
+                          "every field of the schema (null where the text has none), or that field would "
+                          "count as right unchecked")  # fmt: skip
