@@ -33,13 +33,16 @@ NEAR = 24  # the date must start within this many characters after the phrase ("
 @lru_cache(maxsize=64)
 def stated_reference(text: str) -> tuple[date, str] | None:
     """The first absolute date the text states as the day it was written, and the anchor label
-    ("text: Sent on 2024-06-10"); None if the text states none."""
+    ("text: Sent on 2024-06-10"); None if the text states none (or only a day no text was written
+    on: `unlikely_reference`)."""
     phrases = list(STATED.finditer(text))
     if not phrases:
         return None
     dates = numeric_readings(text) + WrittenDates(text, None, None).readings()
     for phrase in phrases:
-        after = [r for r in dates if 0 <= r.span[0] - phrase.end() <= NEAR]
+        after = [
+            r for r in dates if 0 <= r.span[0] - phrase.end() <= NEAR and not unlikely_reference(r.value)
+        ]
         if after:
             first = min(after, key=lambda r: r.span[0])
             line = text[phrase.start() : first.span[1]].strip()

@@ -21,7 +21,9 @@ from typing import Any
 # The languages a text is told apart among: those number words are read in, and the other languages
 # of the mail that reaches Formwork, so that Polish or Swedish text is not taken for one of the eight.
 CANDIDATES = ("en", "fr", "es", "pt", "de", "nl", "da", "it", "pl", "cs", "sv", "no", "ru", "ja", "zh", "ko")
-SECOND = 0.25  # a second language counts where the detector gives it this much (short, mixed texts)
+# A short text ("two hundred euros") is no one language for sure: the likeliest languages are read until
+# they hold COVER of the detector's belief, each with at least LEAST of it, at most MOST of them.
+COVER, LEAST, MOST = 0.9, 0.1, 3
 LATIN = re.compile(r"[A-Za-zÀ-ɏ]")
 
 
@@ -37,9 +39,14 @@ def _identifier() -> Any:
 
 @lru_cache(maxsize=256)
 def languages(text: str) -> tuple[str, ...]:
-    """The languages `text` is likely written in, likeliest first: the detector's first, and its
-    second where that is close (a short text); () for a text without Latin letters."""
+    """The languages `text` is likely written in, likeliest first: the detector's first, and the next
+    ones while it is unsure (a short text); () for a text without Latin letters."""
     if not LATIN.search(text):
         return ()
-    ranked = _identifier().rank(text)
-    return tuple(code for k, (code, probability) in enumerate(ranked[:2]) if k == 0 or probability >= SECOND)
+    chosen, held = [], 0.0
+    for code, probability in _identifier().rank(text)[:MOST]:
+        if chosen and (held >= COVER or probability < LEAST):
+            break
+        chosen.append(code)
+        held += probability
+    return tuple(chosen)

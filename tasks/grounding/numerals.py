@@ -12,7 +12,8 @@ Europe, cn2an for Chinese and Japanese numerals.
   12.5 (块/元 then one digit: tenths), 三元五角 is 3.5. A single numeral reads only before a counter
   or currency (三元, 五个), since 一 also writes "together" (一起) and "a bit" (一下); an ordinal
   (第三) or a numeral before 月, 日, 点, 岁... (a date, a time, an age) is no amount. A run counts only
-  next to a counter or a currency (十万火急 "most urgent", 八百屋 "greengrocer" are words), and a few
+  next to a counter, a currency or a word of paying, or where a run with a unit closes its clause
+  (午饭三百二: 十万火急 "most urgent", 八百屋 "greengrocer" are words), and a few
   idioms and shop names that hold a counter are never read (STOP). A run may leave out its leading 一
   (千五百 is 1500) and mix digits with units (２万４８００ is 24800).
 """
@@ -44,8 +45,10 @@ COUNTER = re.compile(
 )
 # ...or after a currency or a word of paying: ¥三百, 花了三百二, 年费两万, 合計千五百.
 CURRENCY_BEFORE = re.compile(
-    r"(?:[¥￥$€£费費代]|人民币|日元|金额|金額|合计|合計|共计|总共|一共|花了|花费|付了|支付|料金|价格|價格)[:：]?\s*$"
+    r"(?:[¥￥$€£费費代]|人民币|日元|金额|金額|合计|合計|共计|总共|一共|花了|花费|付了|支付|借了|料金|价格|價格)[:：]?\s*$"
 )
+# ...or a run with a unit that closes its clause: 午饭三百二, 借了两万。 (not 十万火急, 八百屋).
+CLOSES = re.compile(r"\s|$|[，。,.;；！!？?、)）]")
 # Idioms and shop names whose numerals are no amount even beside a counter (三三两两人: "in twos and
 # threes"; 五一: May Day; 八百屋: a greengrocer's).
 STOP = re.compile("十万火急|三三两两|三三兩兩|一一|五一|八百屋")
@@ -142,6 +145,7 @@ def han_readings(text: str) -> list[Reading]:
     for m in HAN_RUN.finditer(text):
         run, _, tenths = m.groups()
         counted = COUNTER.match(text, m.end(1)) or CURRENCY_BEFORE.search(text, 0, m.start())
+        counted = counted or (bool(set(run) & set("十百千万萬亿億拾佰仟")) and CLOSES.match(text, m.end()))
         if not counted or (NOT_AMOUNT.match(text, m.end()) and not COUNTER.match(text, m.end())):
             continue
         if any(start < m.end() and m.start() < end for start, end in stopped):
