@@ -27,6 +27,7 @@ from formwork.schemas.conform import conform
 from formwork.schemas.paths import Path, null_target, path_text, semantic_errors, set_null
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines.base import Completion
+from formwork.tasks.grounding.anchors import unlikely_reference
 from formwork.tasks.grounding.bounds import HELD, Bounds, Held, held_nulls, held_values
 from formwork.tasks.grounding.confidence import field_confidences, value_paths
 from formwork.tasks.grounding.copies import copies
@@ -99,13 +100,15 @@ def _nulled(schema: Schema, data: dict[str, Any], errors: list[tuple[Path, str]]
 def reference_date(meta: dict[str, Any] | None, field: str = "reference_date") -> date | None:
     """The record's reference date, against which "yesterday" is derived: the meta `field` (ISO; a
     mail's Date header lands in `reference_date`, so that is read when `field` is absent); None if
-    absent or bad."""
+    absent, bad, or a day no record was written on (in the future beyond a day, or before 1980:
+    `anchors.unlikely_reference`)."""
     meta = meta or {}
     raw = meta.get(field, meta.get("reference_date"))
     try:
-        return date.fromisoformat(str(raw)[:10]) if raw else None
+        day = date.fromisoformat(str(raw)[:10]) if raw else None
     except ValueError:
         return None
+    return day if day is not None and unlikely_reference(day) is None else None
 
 
 def anchored_reference(meta: dict[str, Any] | None, field: str) -> tuple[date | None, str | None]:

@@ -147,3 +147,51 @@ def test_headers_with_bytes_that_are_not_utf8_are_cleaned(tmp_path: Path) -> Non
     (record,) = read_records(tmp_path)
     assert_storable([record])
     assert body(record) == "Taxi 20 EUR\n" and "\ufffd" in record.meta["subject"]
+
+
+def _dated(header: str) -> bytes:
+    return (
+        f"From: Tom <tom@example.org>\nDate: {header}\nSubject: Taxi\nContent-Type: text/plain\n\n"
+        "Taxi yesterday, 30 EUR\n"
+    ).encode()
+
+
+def test_a_date_header_no_mail_was_sent_on_is_no_reference_date(tmp_path: Path) -> None:
+    """A Date header in 2038 or in 1970 would have "yesterday" read against a day that never was: the
+    record gets no reference date, and its meta and warnings say why."""
+    from formwork.schemas.registry import load_schema
+    from formwork.tasks.calls import ExtractOptions
+
+    for name, header, why in [
+        ("future.eml", "Tue, 19 Jan 2038 03:14:07 +0000", "2038-01-19 is in the future"),
+        ("epoch.eml", "Thu, 01 Jan 1970 00:00:00 +0000", "1970-01-01 is before 1980"),
+    ]:
+        (tmp_path / name).write_bytes(_dated(header))
+        (record,) = read_records(tmp_path / name)
+        assert "reference_date" not in record.meta, record.meta
+        assert why in record.meta["reference_date_refused"] and record.meta["warnings"] == [
+            record.meta["reference_date_refused"]
+        ]
+        grammar = ExtractOptions().formatting_grammar(load_schema("expense"), record.text, record.meta)
+        dates = grammar["properties"]["date"].get("enum", [])
+        assert not [d for d in dates if d and d != why[:10]], dates  # "yesterday" names no day now
+    (tmp_path / "fine.eml").write_bytes(_dated("Mon, 10 Jun 2024 09:00:00 +0200"))
+    (record,) = read_records(tmp_path / "fine.eml")
+    assert record.meta["reference_date"] == "2024-06-10" and "reference_date_refused" not in record.meta
+
+
+def test_a_reference_date_outside_the_window_is_refused_wherever_it_comes_from() -> None:
+    from datetime import date, timedelta
+
+    from formwork.tasks.grounding.anchors import unlikely_reference
+    from formwork.tasks.validate import anchored_reference
+
+    today = date.today()
+    assert anchored_reference({"reference_date": "2038-01-19"}, "reference_date") == (None, None)
+    assert anchored_reference({"reference_date": "1975-05-01"}, "reference_date") == (None, None)
+    assert anchored_reference({"reference_date": "2024-06-10"}, "reference_date") == (
+        date(2024, 6, 10),
+        "meta reference_date",
+    )
+    assert unlikely_reference(today + timedelta(days=1)) is None  # a sender's clock a day ahead
+    assert unlikely_reference(today + timedelta(days=2)) is not None

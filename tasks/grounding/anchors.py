@@ -5,12 +5,16 @@ quoted `Date:` header, "Today is Friday 2024-03-22", "Hoy es 2024-05-10", "Heute
 2024" or 今天是2024年6月3日. Only an absolute date (one that means the same day whatever day it is
 read on) right after such a phrase counts, and the evidence marks the anchor as the text's: a reader
 can see that "yesterday" was read against a line of the text, not against the record's metadata.
+
+A reference date must also be one a message can have been written on (`unlikely_reference`): a mail
+`Date:` header in 2038 or in 1970 (a clock reset, a forged or broken header) would have "yesterday"
+read against a day that never was, so such a day is no reference and the record's meta says why.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 
 from formwork.tasks.grounding.dates import WrittenDates, numeric_readings
@@ -21,21 +25,37 @@ STATED = re.compile(
     r"nous sommes le|oggi è|hoje é|vandaag is)\s*,?\s*"
     r"|(?:今天是|今天|今日は)\s*[:：,，]?\s*"
 )
+EARLIEST = date(1980, 1, 1)  # before this no mail header is believed (e-mail was not in use)
+AHEAD = timedelta(days=1)  # a sender's clock and time zone may run a day ahead of ours, no more
 NEAR = 24  # the date must start within this many characters after the phrase ("Friday 2024-03-22")
 
 
 @lru_cache(maxsize=64)
 def stated_reference(text: str) -> tuple[date, str] | None:
     """The first absolute date the text states as the day it was written, and the anchor label
-    ("text: Sent on 2024-06-10"); None if the text states none."""
+    ("text: Sent on 2024-06-10"); None if the text states none (or only a day no text was written
+    on: `unlikely_reference`)."""
     phrases = list(STATED.finditer(text))
     if not phrases:
         return None
     dates = numeric_readings(text) + WrittenDates(text, None, None).readings()
     for phrase in phrases:
-        after = [r for r in dates if 0 <= r.span[0] - phrase.end() <= NEAR]
+        after = [
+            r for r in dates if 0 <= r.span[0] - phrase.end() <= NEAR and not unlikely_reference(r.value)
+        ]
         if after:
             first = min(after, key=lambda r: r.span[0])
             line = text[phrase.start() : first.span[1]].strip()
             return first.value, f"text: {line}"  # type: ignore[return-value]
+    return None
+
+
+def unlikely_reference(day: date, today: date | None = None) -> str | None:
+    """Why `day` cannot be the day a record was written (more than a day after `today`, or before
+    1980), or None when it can be."""
+    today = today or datetime.now(UTC).date()
+    if day > today + AHEAD:
+        return f"{day.isoformat()} is in the future (today is {today.isoformat()})"
+    if day < EARLIEST:
+        return f"{day.isoformat()} is before {EARLIEST.year}, when no mail was sent"
     return None

@@ -7,16 +7,22 @@ table tested per language:
   그저께 내일 (ko);
 - weekdays relative to the week (weeks start on Monday): 上周五, 本周一, 这周三, 下星期二, 先週の金曜日;
 - month-day and day-only forms: 9月28日, 8号, 上个月25号, taking the year (and month) from the
-  reference date: the nearest such date not after it, unless the text names the month (上个月, 本月).
+  reference date: the nearest such date not after it, unless the text names the month (上个月, 本月);
+  in a text written in Han or kana, a month/day with a slash too (10/6 is 6 October, as Japanese and
+  Chinese write it);
+- days and weeks before or after: 3日前, 三天前, 2週間前, 5天后.
 Every reading is `derived`: without the reference date none of them names a day.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import date, timedelta
 
 from formwork.tasks.grounding.reading import Reading
+
+NUMERAL = {c: n for n, c in enumerate("〇一二三四五六七八九")} | {"十": 10, "两": 2, "兩": 2}
 
 DAYS = {
     "大前天": -3, "前天": -2, "昨天": -1, "昨晚": -1, "昨夜": -1, "今天": 0, "今晚": 0, "今早": 0,
@@ -36,6 +42,25 @@ JA_WEEK = re.compile(r"(先|今|来)?(?:週の?)?([月火水木金土日])曜日
 MONTH_DAY = re.compile(
     r"(?<![\d年月])(上个月|上個月|上月|本月|这个月|這個月|(\d{1,2})\s*月)?\s*(\d{1,2})\s*(日|号|號)(?!\d)"
 )
+
+# 3日前, 三天前, 2週間前, 一周后: N days or weeks before (前) or after (後, 后) the reference date.
+SHIFTED = re.compile(
+    r"(?<![\d０-９一二三四五六七八九十])([0-9０-９]{1,3}|[一二两兩三四五六七八九十]{1,3})\s*"
+    r"(日|天|週間|周間|周|週|星期|个星期|個星期)\s*(前|以前|之前|後|后|以后|以後|之后)"
+)
+MONTH_SLASH = re.compile(r"(?<![\d/.])(\d{1,2})/(\d{1,2})(?![\d/])")
+CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+
+
+def _count(written: str) -> int | None:
+    """3, ３ or 三 / 十二 / 二十 as a number (up to 99), or None."""
+    written = unicodedata.normalize("NFKC", written)
+    if written.isdigit():
+        return int(written)
+    if "十" in written:
+        tens, _, units = written.partition("十")
+        return NUMERAL.get(tens, 1 if not tens else -100) * 10 + NUMERAL.get(units, 0 if not units else -100)
+    return NUMERAL.get(written) if len(written) == 1 else None
 
 
 def _month_back(day: date, months: int) -> tuple[int, int]:
@@ -78,7 +103,15 @@ def _month_day(reference: date, named: str | None, month: str | None, day: int) 
 
 def month_day_spans(text: str) -> list[tuple[int, int]]:
     """Where a year-less 9月28日 or 8号 is written: its digits are a date, never an amount."""
-    return [m.span() for m in MONTH_DAY.finditer(text)]
+    spans = [m.span() for m in MONTH_DAY.finditer(text)] + [m.span() for m in SHIFTED.finditer(text)]
+    return spans + [m.span() for m in _slashed(text)]
+
+
+def _slashed(text: str) -> list[re.Match[str]]:
+    """The month/day slashes (10/6) of a text written in Han or kana that name a real month and day."""
+    if not CJK.search(text):
+        return []
+    return [m for m in MONTH_SLASH.finditer(text) if _valid(2000, int(m.group(1)), int(m.group(2)))]
 
 
 def cjk_readings(text: str, reference: date | None, anchor: str | None) -> list[Reading]:
@@ -103,4 +136,13 @@ def cjk_readings(text: str, reference: date | None, anchor: str | None) -> list[
         day = _month_day(reference, m.group(1) if not m.group(2) else None, m.group(2), int(m.group(3)))
         if day:
             found.append(Reading(day, m.span(), "derived", anchor))
+    for m in _slashed(text):
+        day = _month_day(reference, None, m.group(1), int(m.group(2)))
+        if day:
+            found.append(Reading(day, m.span(), "derived", anchor))
+    for m in SHIFTED.finditer(text):
+        count = _count(m.group(1))
+        if count is not None and count >= 0:
+            days = count * (1 if m.group(2) in "日天" else 7) * (-1 if "前" in m.group(3) else 1)
+            found.append(Reading(reference + timedelta(days=days), m.span(), "derived", anchor))
     return found

@@ -6,6 +6,16 @@ around a month, weekday or relative word (dateparser alone glues neighbours onto
 Friday, 30"; "on March 3rd 2020 by"). An expression whose meaning depends on the day it was written
 ("yesterday", "last Friday", "March 3") is read only against a reference date, as `derived`.
 
+Only what the text states is a day (`WrittenDates._states_day`, `_longest`):
+- a run must name a day: a day number, a weekday or a relative day ("June", "June 2024", "ago" or
+  "next" alone name none);
+- digits before a currency or an amount word ("12 March, 95 EUR") or two digits after a comma are
+  an amount, never a year;
+- a reading belongs to the longest run around its date word: a sub-run that means another day is
+  dropped ("Mon 3" of "Mon 3 June", "Monday" of "next Monday");
+- "next" and "last" before a weekday are read here (dateparser reads "next Monday" as nothing and
+  "Monday" alone as the last one): the first such weekday after, or before, the reference.
+
 Speed: dateparser costs ~0.5-1.5 ms a call and a date word has up to 15 runs around it, so the
 reader asks it less, never differently (every gold text and five joined 6,000-character texts, with
 and without a reference date: the same readings, in 2.2-2.8x less time; BENCHMARKS section 15):
@@ -20,7 +30,7 @@ and without a reference date: the same readings, in 2.2-2.8x less time; BENCHMAR
 from __future__ import annotations
 
 import re
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from functools import cache, lru_cache
 
 from formwork.tasks.grounding.reading import Reading
@@ -34,6 +44,16 @@ ENGLISH_RELATIVE = ("ago", "last", "next")  # "3 days ago", "last Friday"
 RELATIVE_DAYS = ("1 day ago", "0 day ago", "in 1 day")
 WORD = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?|\w+(?:[./-]\w+)*")  # a time is one word: "Jun 2024 09" is no day
 MAX_WORDS = 5
+# A word that names a day of the month: 3, 03, 3rd, 1er, 3º; or a numeric date "10.06.2024".
+DAY_NUMBER = re.compile(r"\d{1,2}(?:st|nd|rd|th|er|re|e|o|a|º|ª)?|\d{1,4}[./-]\d{1,2}(?:[./-]\d{1,4})?", re.I)
+# What follows digits that are an amount: a currency sign, code or word ("95 EUR", "80 €", "30 francs").
+AMOUNT_AFTER = re.compile(
+    r"\s*(?:[€$£¥₹]|(?:[A-Z]{3}|[Ee]uros?|[Dd]ollars?|[Ff]rancs?|[Pp]ounds?|yen|kr|zł|Kč)(?![^\W\d_]))"
+)
+CURRENCY_SIGN = re.compile(r"[€$£¥₹]")
+BOUNDARY = re.compile(r"[\n;!?()\[\]]")  # between two words: they belong to two expressions
+SHORT = re.compile(r"\d{1,2}|[^\W\d_]{1,4}")  # a day number or an abbreviation, before its own dot
+STEP = {"next": 1, "last": -1}  # "next Monday", "last Friday": read here, not by dateparser
 # Two bases far apart: an expression that parses to different days against them is relative.
 BASES = (datetime(2001, 6, 15, 12), datetime(2011, 2, 10, 12))
 
@@ -55,6 +75,32 @@ def date_words() -> frozenset[str]:
         for names in [*(info.get(key, []) for key in keys), *(days.get(k, []) for k in RELATIVE_DAYS)]:
             words.update(name.lower().rstrip(".") for name in names if " " not in name)
     return frozenset(word for word in words if len(word) >= 3)
+
+
+@cache
+def day_words() -> frozenset[str]:
+    """The date words that name a day by themselves: weekdays and the words for yesterday, today and
+    tomorrow (not months: "June" is no day), in every language of LANGUAGES."""
+    from dateparser.languages.loader import default_loader
+
+    keys = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+    words = set()
+    for code in LANGUAGES:
+        info = default_loader.get_locale(code).info
+        days = info.get("relative-type", {})
+        for names in [*(info.get(key, []) for key in keys), *(days.get(k, []) for k in RELATIVE_DAYS)]:
+            words.update(name.lower().rstrip(".") for name in names if " " not in name)
+    return frozenset(word for word in words if len(word) >= 3)
+
+
+@cache
+def _weekdays() -> dict[str, int]:
+    """English weekday names and abbreviations, lower case, to their number (Monday 0)."""
+    from dateparser.languages.loader import default_loader
+
+    info = default_loader.get_locale("en").info
+    keys = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+    return {name.lower().rstrip("."): n for n, key in enumerate(keys) for name in info.get(key, [])}
 
 
 @cache
@@ -141,9 +187,26 @@ class WrittenDates:
                 if not readable[j]:
                     break
                 span = (words[i][0], words[j][1])
-                if self.reference is not None or any(c.isdigit() for c in self.text[span[0] : span[1]]):
+                dated = self.reference is not None or any(c.isdigit() for c in self.text[span[0] : span[1]])
+                if dated and self._states_day(i, j):
                     runs.append(span)
         return runs
+
+    def _states_day(self, first: int, last: int) -> bool:
+        """Whether words `first`..`last` can name a day: one of them is a day number, a weekday or a
+        relative day; the last is not digits before a currency ("12 March, 95 EUR"), nor two digits
+        after a comma; no currency sign inside."""
+        words = [self.text[s:e] for s, e in self.words[first : last + 1]]
+        if not any(DAY_NUMBER.fullmatch(w) or w.lower().rstrip(".") in day_words() for w in words):
+            return False
+        start, end = self.words[first][0], self.words[last][1]
+        if CURRENCY_SIGN.search(self.text, start, end) or any(self._ends(k) for k in range(first, last)):
+            return False
+        if words[-1].isdigit() and last > first:
+            between = self.text[self.words[last - 1][1] : self.words[last][0]]
+            if AMOUNT_AFTER.match(self.text, end) or ("," in between and len(words[-1]) <= 2):
+                return False
+        return True
 
     def _parse(self, phrase: str, base: datetime, past: bool = False) -> date | None:
         key = (phrase, base, past)
@@ -179,6 +242,8 @@ class WrittenDates:
             if self.text[start:end].lower().rstrip(".") not in date_words():
                 continue
             meant = [(run, m) for run in self._runs(hit) if (m := self._meaning(self.text[run[0] : run[1]]))]
+            stepped = self._stepped(hit)
+            meant = _longest([(run, m) for run, m in meant if run not in dict(stepped)] + stepped)
             absolute = [(run, day) for run, (day, fixed) in meant if fixed]
             relative = [(run, day) for run, (day, fixed) in meant if not fixed]
             fixed_days = sorted({day for _, day in absolute})
@@ -188,6 +253,54 @@ class WrittenDates:
                 for d in sorted({day for _, day in relative} - set(fixed_days))
             ]
         return found
+
+    def _ends(self, k: int) -> bool:
+        """Whether an expression ends between words `k` and `k + 1`: a line break, a bracket, ; ! ?,
+        or a full stop before a capital that does not close a day number or an abbreviation
+        ("2024-03-22. Last Monday" is two expressions; "3. Mai 2024" and "Mon. 3 June" are one)."""
+        gap = self.text[self.words[k][1] : self.words[k + 1][0]]
+        if BOUNDARY.search(gap):
+            return True
+        word = self.text[self.words[k][0] : self.words[k][1]]
+        after = self.text[self.words[k + 1][0]]
+        return gap.startswith(".") and gap[1:2].isspace() and after.isupper() and not SHORT.fullmatch(word)
+
+    def _stepped(self, hit: int) -> list[tuple[tuple[int, int], tuple[date, bool]]]:
+        """ "next Monday" / "last Monday" around word `hit`: the first Monday after (or before) the
+        reference date, never the reference day itself; nothing without a reference."""
+        if self.reference is None:
+            return []
+        found = []
+        for first in (hit - 1, hit):
+            if first < 0 or first + 1 >= len(self.words):
+                continue
+            (start, _), (_, end) = self.words[first], self.words[first + 1]
+            pair = self.text[start:end].lower().split()
+            weekday = _weekdays().get(pair[-1].rstrip(".")) if len(pair) == 2 else None
+            if weekday is None or pair[0] not in STEP:
+                continue
+            step = pair[0]
+            if STEP[step] > 0:
+                day = self.reference + timedelta(days=(weekday - self.reference.weekday()) % 7 or 7)
+            else:
+                day = self.reference - timedelta(days=(self.reference.weekday() - weekday) % 7 or 7)
+            found.append(((start, end), (day, False)))
+        return found
+
+
+def _longest(
+    meant: list[tuple[tuple[int, int], tuple[date, bool]]],
+) -> list[tuple[tuple[int, int], tuple[date, bool]]]:
+    """The readings no longer run contradicts: a run inside a longer one that means another day is a
+    part of that expression ("Monday" of "next Monday", "Mon 3" of "Mon 3 June"), not a day of its own."""
+    return [
+        (run, (day, fixed))
+        for run, (day, fixed) in meant
+        if not any(
+            other[0] <= run[0] and run[1] <= other[1] and other != run and other_day != day
+            for other, (other_day, _) in meant
+        )
+    ]
 
 
 def _shortest(runs: list[tuple[tuple[int, int], date]], day: date) -> tuple[int, int]:

@@ -2,7 +2,11 @@
 
 A digit run may group thousands or mark decimals with `,` or `.`; a separator groups thousands only
 where every group after it has exactly three digits (so "12.5" is 12.5 and never 125), and "1,234"
-keeps both readings. Digits that belong to a date, a time of day or an identifier (an IBAN, a phone
+keeps both readings. A space (plain, thin U+2009, no-break U+00A0, narrow U+202F) or an apostrophe
+before a group of exactly three digits groups thousands as French, Polish, Czech, Russian, Swedish and
+Swiss texts write them ("1 250,00 EUR" is 1250); a plain or thin space may also just separate two
+numbers ("2 150": two nights, 150), so such a run keeps the split reading of each piece beside the
+grouped one. Digits that belong to a date, a time of day or an identifier (an IBAN, a phone
 number, a joined code such as "2024-0042") are no amount, and a run with a leading zero ("0170") is
 a code: none of them is read.
 """
@@ -10,13 +14,16 @@ a code: none of them is read.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from decimal import Decimal
 
 from formwork.tasks.grounding.reading import Reading, inside
 
-# A digit run with optional grouping/decimal separators: 1,234.50 | 1.234,50 | 1'234 | 1234,5 | 1 234 (nbsp).
-NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,'\u00a0\u202f]\d+)*")
-SEPARATOR = re.compile(r"([.,'\u00a0\u202f])")
+# A digit run with optional grouping/decimal separators: 1,234.50 | 1.234,50 | 1'234 | 1234,5 | 1 234;
+# a plain or thin space joins only a group of exactly three digits ("2 nuits", "2024 30" stay apart).
+NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,'\u00a0\u202f]\d+|[ \u2009]\d{3}(?!\d))*")
+SEPARATOR = re.compile(r"([.,'\u00a0\u202f\u2009 ])")
+LOOSE = re.compile(r"[ \u2009]")  # a separator that may also stand between two numbers
 TIME = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?![\d:])")  # 12:30, 08:15:00
 # Identifier shapes whose digit groups are no amount: an IBAN, a phone number (a leading + or 0, or an
 # area code in brackets, and seven digits or more), a code of parts joined by - / _ # ("2024-0042").
@@ -26,10 +33,14 @@ CODE = re.compile(r"(?<![\w.,])[A-Za-z0-9]+(?:[-/_#][A-Za-z0-9]+)+(?![\w])")
 PLAIN = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # ASCII only: full-width "１２" is normalised
 
 
-def identifiers(text: str) -> list[tuple[int, int]]:
+def identifiers(text: str, dates: Sequence[tuple[int, int]] = ()) -> list[tuple[int, int]]:
     """Spans of IBANs, phone numbers and joined codes: "call 0170 5551234" backs no 170, "Invoice
     2024-0042" no 42. A code counts when two of its parts hold digits, or one holds three or more
-    beside a part of letters ("INV-0042"); "3-day" or "Zurich-Geneva" stay text."""
+    beside a part of letters ("INV-0042"); "3-day" or "Zurich-Geneva" stay text. The `dates` are read
+    first and blanked: a phone never runs from a date's leading zero over the amount after it
+    ("03.06.2024 30 CHF" holds no phone, and 30 stays an amount)."""
+    for start, end in dates:
+        text = text[:start] + " " * (end - start) + text[end:]
     spans = [m.span() for m in IBAN.finditer(text)]
     spans += [m.span() for m in PHONE.finditer(text) if sum(c.isdigit() for c in m.group()) >= 7]
     for m in CODE.finditer(text):
@@ -71,14 +82,34 @@ def token_values(token: str) -> set[Decimal]:
     return readings
 
 
+def _pieces(match: re.Match[str]) -> list[tuple[int, int]]:
+    """The spans of a run's parts between plain or thin spaces: "2 150" may be two numbers."""
+    spans, start = [], match.start()
+    for loose in LOOSE.finditer(match.group()):
+        spans.append((start, match.start() + loose.start()))
+        start = match.start() + loose.end()
+    return [*spans, (start, match.end())]
+
+
 def digit_readings(text: str, taken: list[tuple[int, int]]) -> list[Reading]:
     """The readings of every digit run outside `taken` (dates) and outside times and identifiers; a
-    run written as a plain decimal ("42.80") is `exact`, any other form `normalised`."""
-    taken = taken + [m.span() for m in TIME.finditer(text)] + identifiers(text)
+    run written as a plain decimal ("42.80") is `exact`, any other form `normalised`. A run grouped by
+    spaces also gives each piece's own reading (the split one), and the grouped one only where no
+    piece is a date's or an identifier's."""
+    taken = taken + [m.span() for m in TIME.finditer(text)] + identifiers(text, taken)
     found = []
     for m in NUMBER.finditer(text):
-        if inside(m.span(), taken):
-            continue
-        kind = "exact" if PLAIN.fullmatch(m.group()) else "normalised"
-        found += [Reading(value, m.span(), kind) for value in sorted(token_values(m.group()))]
+        pieces = _pieces(m) if LOOSE.search(m.group()) else []
+        if not inside(m.span(), taken) and not any(_overlaps(piece, taken) for piece in pieces):
+            kind = "exact" if PLAIN.fullmatch(m.group()) else "normalised"
+            found += [Reading(value, m.span(), kind) for value in sorted(token_values(m.group()))]
+        for start, end in pieces if len(pieces) > 1 else []:
+            if not inside((start, end), taken):
+                written = text[start:end]
+                kind = "exact" if PLAIN.fullmatch(written) else "normalised"
+                found += [Reading(value, (start, end), kind) for value in sorted(token_values(written))]
     return found
+
+
+def _overlaps(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+    return any(start < span[1] and span[0] < end for start, end in spans)

@@ -4,8 +4,10 @@ The standard library's `email` package (policy `default`) parses the message: th
 the text/html part turned into text, decoded to Unicode, is what the model reads, below the From, To,
 Date and Subject lines (a contact's name and address are often only in From, and grounding looks for
 values in the text); those headers and the Message-ID also go into the meta, and the Date header's
-day becomes the record's `reference_date`, against which "yesterday" in the body is read. A message
-without a text part is a record with a problem.
+day becomes the record's `reference_date`, against which "yesterday" in the body is read, unless it
+is a day no mail was sent on (more than a day in the future, or before 1980: a reset clock, a broken
+or forged header): then the record has no reference date, its meta's `reference_date_refused` says
+why, and so does a warning. A message without a text part is a record with a problem.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ import email.policy
 import email.utils
 import re
 from collections.abc import Iterator
+from datetime import date
 from email.message import EmailMessage
 from html.parser import HTMLParser
 from typing import IO, Any
 
+from formwork.tasks.grounding.anchors import unlikely_reference
 from formwork.tasks.sources.records import InputRecord, Warnings, clean_text, decode, finished, joined
 
 HEADERS = {"from": "From", "to": "To", "date": "Date", "subject": "Subject", "message_id": "Message-ID"}
@@ -35,8 +39,12 @@ def message_record(
         headers = _headers(message, warnings)
         meta.update(headers)
         sent = _sent_day(message)
-        if sent:
-            meta.setdefault("reference_date", sent)  # relative dates in the body are read against it
+        refused = unlikely_reference(sent) if sent else None
+        if refused:
+            meta["reference_date_refused"] = f"Date header: {refused}; not a reference date"
+            warnings.add(meta["reference_date_refused"])
+        elif sent:
+            meta.setdefault("reference_date", sent.isoformat())  # "yesterday" in the body is read against it
         text, why = _body(message, warnings)
         shown = [f"{HEADERS[k]}: {headers[k]}" for k in ("from", "to", "date", "subject") if headers.get(k)]
         if text and shown:
@@ -64,13 +72,13 @@ def _headers(message: EmailMessage, warnings: Warnings) -> dict[str, str]:
     return found
 
 
-def _sent_day(message: EmailMessage) -> str | None:
-    """The day of the Date header (ISO, in the sender's own time zone), or None if absent or bad."""
+def _sent_day(message: EmailMessage) -> date | None:
+    """The day of the Date header (in the sender's own time zone), or None if absent or bad."""
     try:
         when = email.utils.parsedate_to_datetime(str(message["Date"])) if message["Date"] else None
     except (TypeError, ValueError, IndexError):
         return None
-    return when.date().isoformat() if when else None
+    return when.date() if when else None
 
 
 def _body(message: EmailMessage, warnings: Warnings) -> tuple[str, str | None]:

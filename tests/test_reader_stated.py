@@ -1,0 +1,96 @@
+"""Only what the text states, and every value it does (issue 27): each example is judged by `judge`
+and offered (or not) by `ExtractOptions.formatting_grammar`, as a model under grounded decoding meets it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from formwork.schemas.registry import load_schema
+from formwork.tasks.calls import ExtractOptions
+from formwork.tasks.engines.base import Completion
+from formwork.tasks.validate import judge
+
+EXPENSE = load_schema("expense")
+GROUNDED = ExtractOptions(grounded_decoding=True)
+BLANK = {"who": None, "date": None, "amount": 0, "currency": "other", "category": "other", "project": None}
+
+
+def offered(text: str, field: str, meta: dict[str, Any] | None = None) -> list[Any]:
+    """The values the grounded grammar lets the model write at `field` ([] when it is left open)."""
+    node = GROUNDED.formatting_grammar(EXPENSE, text, meta)["properties"][field]
+    return node.get("enum", [])
+
+
+def accepted(text: str, field: str, value: Any, meta: dict[str, Any] | None = None) -> bool:
+    """Whether the judge finds `value` at `field` in `text` (no error names the field)."""
+    data = {**BLANK, field: value}
+    done = Completion(json.dumps(data, ensure_ascii=False), "stop", 1, 1, 0.1, "m")
+    verdict = judge(EXPENSE, text, Completion("", "stop", 1, 1, 0.1, "m"), done, meta=meta)
+    return not [e for e in verdict.errors if e.startswith(field + " ")]
+
+
+def sent(day: str) -> dict[str, str]:
+    return {"reference_date": day}
+
+
+# (text, field, meta, right values, wrong values)
+CASES = [
+    ("Hôtel Lutetia, 2 nuits : 1 250,00 EUR", "amount", None, [1250, 2], []),
+    ("Hotel Marriott Warszawa, razem 1 250,00 EUR", "amount", None, [1250], []),
+    ("Hotell Stockholm, totalt 1\u2009250 SEK", "amount", None, [1250], []),
+    ("Zimmer Zürich, total 1'250.50 CHF", "amount", None, [1250.5], [250.5]),
+    ("Taxi Zürich 03.06.2024 30 CHF", "amount", None, [30], []),
+    ("Taxi Zürich 03.06.2024 30 CHF", "date", None, ["2024-06-03"], []),
+    ("Hotel 12 March, 95 EUR + city tax 5 EUR, total 100 EUR", "date", None, [], ["1995-03-12"]),
+    ("Hotel 12 March, 95 EUR + city tax 5 EUR, total 100 EUR", "amount", None, [95, 100], []),
+    ("Dinner on 31 December, 80 EUR", "date", sent("2024-01-02"), ["2023-12-31"], ["1980-12-31"]),
+    ("Dinner on 31 December, 80 EUR", "amount", sent("2024-01-02"), [80], []),
+    ("Booked the hotel for June, 300 EUR", "date", sent("2024-06-10"), [], ["2024-06-10", "2024-06-01"]),
+    ("Taxi next Monday to the airport", "date", sent("2024-12-30"), ["2025-01-06"], ["2024-12-23"]),
+    ("Taxi last Monday to the airport", "date", sent("2024-12-30"), ["2024-12-23"], ["2025-01-06"]),
+    ("Taxi Mon 3 June", "date", sent("2024-06-10"), ["2024-06-03"], ["2024-03-10"]),
+    ("Taxi 3 days ago", "date", sent("2024-03-02"), ["2024-02-28"], ["2023-08-02"]),
+    ("Taxi, ago", "date", sent("2024-03-02"), [], ["2023-08-02", "2024-03-02"]),
+    ("Otto paid the taxi", "amount", None, [], [8]),
+    ("Dinner near the fire station", "amount", None, [], [4]),
+    ("Room at the Elf Hotel", "amount", None, [], [11]),
+    ("Lunch at Cafe Mille", "amount", None, [], [1000]),
+    ("Otto euro per il taxi", "amount", None, [8], []),
+    ("Taxi to the airport, thirty-five euros", "amount", None, [35], []),
+    ("十万火急的快递", "amount", None, [], [100000]),
+    ("周末三三两两去吃饭", "amount", None, [], [3322]),
+    ("周末三三两两人去吃饭", "amount", None, [], [3322]),
+    ("八百屋で野菜", "amount", None, [], [800]),
+    ("五一节去吃饭", "amount", None, [], [51]),
+    ("打车三十五元", "amount", None, [35], []),
+    ("3日前にタクシー代 1200円", "date", sent("2024-10-08"), ["2024-10-05"], ["2024-10-03"]),
+    ("三日前にタクシー代 1200円", "date", sent("2024-10-08"), ["2024-10-05"], []),
+    ("タクシー代千五百円", "amount", None, [1500], [500]),
+    ("ホテル代２万４８００円", "amount", None, [24800], [20000, 4800]),
+    ("10/6 タクシー 1500円", "date", sent("2024-10-08"), ["2024-10-06"], ["2024-06-10"]),
+    ("10/6 タクシー 1500円", "amount", sent("2024-10-08"), [1500], [10, 6]),
+]
+
+
+@pytest.mark.parametrize(("text", "field", "meta", "right", "wrong"), CASES)
+def test_the_text_backs_what_it_states_and_nothing_else(
+    text: str, field: str, meta: dict[str, Any] | None, right: list[Any], wrong: list[Any]
+) -> None:
+    choices = offered(text, field, meta)
+    for value in right:
+        assert value in choices and accepted(text, field, value, meta), (value, choices)
+    for value in wrong:
+        assert value not in choices and not accepted(text, field, value, meta), (value, choices)
+
+
+def test_a_date_the_text_does_not_state_leaves_only_null() -> None:
+    assert offered("Booked the hotel for June, 300 EUR", "date", sent("2024-06-10")) == []
+    assert offered("Hotel 12 March, 95 EUR + city tax 5 EUR, total 100 EUR", "date") == []
+
+
+def test_the_grammar_never_offers_only_the_pieces_of_a_grouped_run() -> None:
+    choices = offered("Hôtel Lutetia, 2 nuits : 1 250,00 EUR", "amount")
+    assert 1250 in choices and choices.index(1250) < choices.index(250)
