@@ -47,8 +47,9 @@ def written(node: dict[str, Any]) -> bool:
 
 
 def field_problems(body: dict[str, Any], value: Any, where: str) -> list[str]:
-    """What is wrong with one gold value against its property, at every depth."""
-    if "enum" in body and value not in body["enum"]:
+    """What is wrong with one gold value against its property, at every depth. Null is always a gold's
+    answer ("the text has none"), even for a field the schema requires: the row then cannot be `ok`."""
+    if "enum" in body and value is not None and value not in body["enum"]:
         return [f"{where}: {value!r} is not one of {body['enum']}"]
     if body.get("format") == "date" and value is not None and not iso_day(value):
         return [f"{where}: {value!r} is not an ISO date"]
