@@ -7,7 +7,8 @@ certify a threshold it never measured (issue 26, point 1). So every row of every
 examples/gold/ must name every field of its schema (null when the text has none; a free string the
 model writes, `x-grounding: none`, is the one field a gold cannot state), ids must be unique
 across a schema's two files (`SCHEMA.jsonl` and `SCHEMA_zh_ja.jsonl`: the calibration split hashes
-the id), a gold date must be ISO 8601, an enum value one the schema lists, and `meta` may hold only
+the id), a gold date must be ISO 8601, an enum value one the schema lists, a string within its
+maxLength and pattern, and `meta` may hold only
 `lang` (a code), `hard` (why the row is hard) and `reference_date` (the day the text was written, ISO).
 Only the standard library is used, so the check runs before any environment is installed.
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter, defaultdict
 from datetime import date
@@ -53,6 +55,10 @@ def field_problems(body: dict[str, Any], value: Any, where: str) -> list[str]:
         return [f"{where}: {value!r} is not one of {body['enum']}"]
     if body.get("format") == "date" and value is not None and not iso_day(value):
         return [f"{where}: {value!r} is not an ISO date"]
+    if isinstance(value, str) and len(value) > body.get("maxLength", len(value)):
+        return [f"{where}: {value!r} is longer than {body['maxLength']}"]
+    if isinstance(value, str) and "pattern" in body and not re.search(body["pattern"], value):
+        return [f"{where}: {value!r} does not match {body['pattern']}"]
     if isinstance(value, list) and isinstance(body.get("items"), dict):
         return [p for n, item in enumerate(value) for p in row_problems(body["items"], item, f"{where}[{n}]")]
     return []
