@@ -8,8 +8,8 @@ examples/gold/ must name every field of its schema (null when the text has none;
 model writes, `x-grounding: none`, is the one field a gold cannot state), ids must be unique
 across a schema's two files (`SCHEMA.jsonl` and `SCHEMA_zh_ja.jsonl`: the calibration split hashes
 the id), a gold date must be ISO 8601, an enum value one the schema lists, a string within its
-maxLength and pattern, and `meta` may hold only
-`lang` (a code), `hard` (why the row is hard) and `reference_date` (the day the text was written, ISO).
+maxLength and pattern, and `meta` may hold only `lang` (a code), `hard` (why the row is hard) and
+`reference_date` (the day the text was written, ISO).
 Only the standard library is used, so the check runs before any environment is installed.
 
 Prints one line per problem and exits 1 when there is any; `--counts` also prints each schema's size
@@ -123,7 +123,9 @@ def check(counts: bool) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--counts", action="store_true", help="also print each schema's size and languages")
     sys.exit(check(parser.parse_args().counts))
 
