@@ -1,6 +1,6 @@
 """Check the bundled gold sets before anything is measured on them.
 
-    python benchmarks/gold_check.py [--counts]
+    python benchmarks/gold_check.py [--counts] [--gold FOLDER]
 
 A gold row that leaves a field out is scored as if that field were right, which lets a calibration
 certify a threshold it never measured (issue 26, point 1). So every row of every set in
@@ -90,12 +90,12 @@ def meta_problems(meta: Any, where: str) -> list[str]:
     return problems
 
 
-def check(counts: bool) -> int:
+def check(gold: Path, counts: bool = False) -> int:
     problems: list[str] = []
     ids: dict[str, dict[str, str]] = defaultdict(dict)
     sizes: Counter[str] = Counter()
     languages: dict[str, Counter[str]] = defaultdict(Counter)
-    for path in sorted(GOLD.glob("*.jsonl")):
+    for path in sorted(gold.glob("*.jsonl")):
         schema = path.stem.removesuffix(SUFFIX)
         body = json.loads((SCHEMAS / f"{schema}.json").read_text(encoding="utf-8"))
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -127,7 +127,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--counts", action="store_true", help="also print each schema's size and languages")
-    sys.exit(check(parser.parse_args().counts))
+    parser.add_argument("--gold", type=Path, default=GOLD, help="the folder of gold sets (examples/gold)")
+    args = parser.parse_args()
+    sys.exit(check(args.gold, args.counts))
 
 
 if __name__ == "__main__":
