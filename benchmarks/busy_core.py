@@ -17,6 +17,7 @@ import argparse
 import os
 import statistics
 import subprocess
+import sys
 import time
 
 from formwork.tasks.engines.base import Sampling
@@ -55,6 +56,8 @@ def main() -> None:
                 rate, threads = speed(engine, args.tokens)
                 busy[name].append(rate)
                 used[name].add(threads[0])
+                line = f"{name}: alone {alone[name][-1]:.1f}, beside {rate:.1f} tok/s"
+                print(line, file=sys.stderr, flush=True)
             finally:
                 spinner.kill()
                 spinner.wait()
