@@ -20,7 +20,8 @@ import time
 from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import load_schema
 from formwork.tasks.engines.base import Sampling
-from formwork.tasks.engines.local import LocalEngine, bundled_model_path, usable_cores
+from formwork.tasks.engines.cores import usable_cores
+from formwork.tasks.engines.local import LocalEngine, bundled_model_path
 from formwork.tasks.prompts import formatting_messages
 
 STORY = [{"role": "user", "content": "Write a long story about a lighthouse keeper and a storm."}]

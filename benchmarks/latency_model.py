@@ -15,6 +15,10 @@ Reported, from one run:
 
     python benchmarks/latency_model.py --records 10000 --in-flight 256 --latency 0.5
     python benchmarks/latency_model.py --records 2000 --chunk-size 1000
+    python benchmarks/latency_model.py --db postgresql+psycopg://postgres@127.0.0.1:PORT/bench
+
+The database time includes every write of finished records (`save_chunk`, called by each chunk's
+writer within about a second of a record finishing) and is also given per record.
 """
 
 from __future__ import annotations
@@ -91,6 +95,7 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, default=256)
     parser.add_argument("--latency", type=float, default=0.5)
     parser.add_argument("--chunk-size", type=int, default=100)
+    parser.add_argument("--db", help="a SQLAlchemy URL to an empty database (default: a new SQLite file)")
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="formwork-latency-"))
@@ -99,7 +104,7 @@ def main() -> None:
                               for i in range(args.records)))  # fmt: skip
     os.environ.update(FORMWORK_MAX_ATTEMPTS="1", FORMWORK_CONFIG=str(folder / "none.toml"))
     engine = LatencyModel(args.latency, args.in_flight)
-    formwork.tasks.engines.open_engines = lambda settings: (engine, engine)
+    formwork.tasks.engines.open_engines = lambda settings, schema_body=None: (engine, engine)
     database = [0.0]
     _timed(formwork.flows.batch_extract, "store_records", database)
     _timed(formwork.flows.chunk, "claim_records", database)
@@ -113,7 +118,10 @@ def main() -> None:
     cpu0, called = time.process_time(), time.perf_counter()
     with without_heartbeat():
         summary = formwork.flows.batch_extract.batch_extract(
-            str(source), "expense", db_url=f"sqlite:///{folder / 'bench.db'}", chunk_size=args.chunk_size
+            str(source),
+            "expense",
+            db_url=args.db or f"sqlite:///{folder / 'bench.db'}",
+            chunk_size=args.chunk_size,
         )
     cpu = time.process_time() - cpu0
     assert engine.first is not None
@@ -129,6 +137,7 @@ def main() -> None:
         ("framework CPU per record", f"{1000 * cpu / args.records:.2f} ms"),
         ("peak memory (max RSS)", f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"),
         ("database time (store, claims, saves; summed over threads)", f"{database[0]:.1f} s"),
+        ("database time per record", f"{1000 * database[0] / args.records:.2f} ms"),
         ("flow call to first model call", f"{engine.first - called:.1f} s"),
         ("of which Prefect start-up (flow call to flow body)", f"{body_started[0] - called:.1f} s"),
         ("flow call to flow end", f"{time.perf_counter() - called:.1f} s"),

@@ -1,13 +1,15 @@
-"""Writes: records before any model sees them, then each chunk's calls and results in one transaction.
+"""Writes: records before any model sees them, then finished records' calls and results as they come.
 
-One transaction per chunk, not per record: 10,000 rows took 2–46 s one by one and under a second in
-batches of 1,000. Results are upserted on (record, schema name, schema version), so a resumed or
-repeated run updates the row it wrote before instead of adding a second one; `run_results` keeps what
-each run produced. Records are immutable (unique per source, key and text hash), so a result always
-belongs to the exact text it was extracted from.
+`save_chunk` stores a group of finished records in one transaction: the chunk's writer (db.writer)
+hands it what finished within about a second, so a slow engine writes one record at a time and a fast
+one a group at a time (10,000 rows took 2–46 s one by one and under a second in batches of 1,000).
+Results are upserted on (record, schema name, schema version), so a resumed or repeated run updates the
+row it wrote before instead of adding a second one; `run_results` keeps what each run produced. Records
+are immutable (unique per source, key and text hash), so a result always belongs to the exact text it
+was extracted from.
 
 Nothing here may abort a night on one odd value: every string is made storable on the way in
-(db.clean), and `save_chunk` falls back to storing a chunk's records one by one when the chunk's
+(db.clean), and `save_chunk` falls back to storing a group's records one by one when the group's
 commit fails, so one bad row fails alone and every paid model call is kept.
 """
 
@@ -182,7 +184,7 @@ KEEP = {"ok", "partial"}  # a stored result of these statuses is never replaced 
 def save_outcomes(
     session: Session, run_id: int, schema: Schema, outcomes: Sequence[Outcome], queue: QueuePolicy
 ) -> None:
-    """Store a chunk's calls, results, history and retry-queue changes in one transaction.
+    """Store a group's calls, results, history, claims and retry-queue changes in one transaction.
 
     A record that another run holds keeps its result (only this run's calls and history are stored);
     a result that is `ok` or `partial` is never replaced by a `failed` one (a retry that hit an outage).
@@ -245,7 +247,7 @@ def save_chunk(
     sessions: Callable[[], Session], run_id: int, schema: Schema, outcomes: Sequence[Outcome],
     queue: QueuePolicy, tries: int = 3,
 ) -> None:  # fmt: skip
-    """`save_outcomes` with the chunk's safety net: retry a lost lock, then store record by record.
+    """`save_outcomes` with a safety net: retry a lost lock, then store the group record by record.
 
     Model calls are never repeated to recover a write: the outcomes are already here.
     """

@@ -1,10 +1,14 @@
-"""The Prefect task: one chunk of records through both passes, stored in one transaction.
+"""The Prefect task: one chunk of records through both passes, each record stored as soon as it is done.
 
 One task per chunk, never per record: Prefect's ephemeral server records only ~12–21 task runs a
 second here and stalls past that, so record outcomes live in Formwork's tables, not in Prefect states.
 Records run concurrently up to what the engines allow (the embedded engine's slots, or the configured
 number of requests in flight for a server), in a pool the run's chunks share (flows.runner), so no
 chunk waits for another to drain.
+
+Each finished record goes to the chunk's `RecordWriter` (db.writer), which stores it with its calls
+within about a second, in a group with whatever else finished meanwhile: a run killed in the middle of
+a chunk loses at most the last second of finished work, and the next run takes up only the rest.
 
 Which retries Prefect makes: only a chunk that failed BEFORE any model call (the database could not
 be reached to claim or read its records, `ChunkNotStarted`). Everything after the first model call is
@@ -16,7 +20,7 @@ writes (db.store.save_chunk).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
@@ -33,6 +37,7 @@ from formwork.db.claims import claim_records
 from formwork.db.models import Record
 from formwork.db.queue import unclaim
 from formwork.db.store import QueuePolicy, records_without_result, save_chunk
+from formwork.db.writer import RecordWriter
 from formwork.flows.progress import record_done
 from formwork.schemas.registry import Schema
 from formwork.tasks.calls import ExtractOptions, Outcome
@@ -100,23 +105,29 @@ def _claimed_rows(context: RunContext, record_ids: list[int]) -> list[Any]:
 @task(name="process_chunk", retries=2, retry_delay_seconds=[2, 10], retry_condition_fn=retry_can_help,
       cache_policy=NO_CACHE)  # fmt: skip
 def process_chunk(context: RunContext, record_ids: list[int]) -> list[str]:
-    """Process the records of one chunk that have no result yet; return their statuses."""
+    """Process the records of one chunk that have no result yet, storing each as it finishes; return
+    their statuses."""
     rows = _claimed_rows(context, record_ids)
 
-    def one(row: Any) -> Outcome:
-        if row.problem:
-            outcome = input_problem(row.id, row.problem)
-        else:
-            engines = (context.reasoner, context.formatter)
-            outcome = extract_safely(row.id, row.text, context.schema, engines, context.options, row.meta)
-        record_done(outcome.verdict.status)
-        return outcome
+    def save(outcomes: Sequence[Outcome]) -> None:
+        save_chunk(context.sessions, context.run_id, context.schema, outcomes, context.queue)
 
-    if context.pool is not None:
-        outcomes = list(context.pool.map(one, rows))
-    else:
-        workers = min(context.reasoner.max_concurrency, context.formatter.max_concurrency)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="formwork-record") as pool:
-            outcomes = list(pool.map(one, rows))
-    save_chunk(context.sessions, context.run_id, context.schema, outcomes, context.queue)
+    with RecordWriter(save, name=f"formwork-writer-{context.run_id}") as writer:
+
+        def one(row: Any) -> Outcome:
+            if row.problem:
+                outcome = input_problem(row.id, row.problem)
+            else:
+                engines = (context.reasoner, context.formatter)
+                outcome = extract_safely(row.id, row.text, context.schema, engines, context.options, row.meta)
+            writer.put(outcome)
+            record_done(outcome.verdict.status)
+            return outcome
+
+        if context.pool is not None:
+            outcomes = list(context.pool.map(one, rows))
+        else:
+            workers = min(context.reasoner.max_concurrency, context.formatter.max_concurrency)
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="formwork-record") as pool:
+                outcomes = list(pool.map(one, rows))
     return [o.verdict.status for o in outcomes]

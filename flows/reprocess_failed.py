@@ -33,12 +33,11 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
-SECRET_SETTINGS = {"db_url", "vllm_api_key"}  # never a flow parameter: Prefect stores parameters
-
-
 def secret_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
-    """The overrides that must not be stored: a secret setting, or any value holding a password."""
-    return {k: v for k, v in overrides.items() if k in SECRET_SETTINGS or redact(str(v)) != str(v)}
+    """The overrides that must not be stored (Prefect stores flow parameters): every `SecretStr`
+    setting, the database URL (the worker's own), and any value holding a password."""
+    secret = Settings.secret_fields() | {"db_url"}
+    return {k: v for k, v in overrides.items() if k in secret or redact(str(v)) != str(v)}
 
 
 @flow(name="reprocess_failed", validate_parameters=True)

@@ -149,8 +149,9 @@ def run_chunks(context: RunContext, chunks: Iterable[list[int]]) -> RunSummary:
     Every chunk's records go to one pool shared by the run, sized to what the engines allow in flight,
     and the next chunks are submitted before the oldest one drains: the engines never wait for a
     chunk's slowest record (a GPU server sat mostly idle behind that barrier). Each chunk still claims
-    its records first and stores its outcomes in one transaction. `chunks` may be a generator that
-    stores the input as it goes, so the first model call does not wait for the whole input.
+    its records first; each record is stored as it finishes (flows.chunk, db.writer). `chunks` may be
+    a generator that stores the input as it goes, so the first model call does not wait for the whole
+    input.
     """
     state = "crashed"
     in_flight = min(context.reasoner.max_concurrency, context.formatter.max_concurrency)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, get_args
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -26,6 +26,11 @@ def _config_file() -> Path:
     return Path(os.environ.get("FORMWORK_CONFIG", "formwork.toml"))
 
 
+def _holds_secret(annotation: Any) -> bool:
+    """Whether a field's type is `SecretStr`, alone or inside `| None` (or any other union)."""
+    return annotation is SecretStr or any(_holds_secret(arg) for arg in get_args(annotation))
+
+
 class Settings(BaseSettings):
     """Everything Formwork reads from the environment or `formwork.toml`."""
 
@@ -38,7 +43,9 @@ class Settings(BaseSettings):
 
     local_model_path: Path | None = Field(None, description="a GGUF file; default: the bundled SmolLM2")
     local_n_ctx: int = Field(4096, ge=256)
-    local_threads: int | None = Field(None, ge=1, description="llama.cpp threads; default: all cores")
+    local_threads: int | None = Field(
+        None, ge=1, description="llama.cpp threads; default: one per core other processes leave free"
+    )
     local_slots: int = Field(4, ge=1, description="records decoded at once by the embedded engine")
 
     vllm_url: str = Field(
@@ -121,6 +128,23 @@ class Settings(BaseSettings):
         60, gt=0, description="a run silent this long is dead: crashed, its records free for other runs"
     )
 
+    @classmethod
+    def secret_fields(cls) -> frozenset[str]:
+        """The settings that hold a secret: every `SecretStr` field, so a new key is secret everywhere
+        (never a flow parameter, masked in logs, stored errors and the review page) with no list to keep."""
+        return frozenset(name for name, field in cls.model_fields.items() if _holds_secret(field.annotation))
+
+    @model_validator(mode="after")
+    def _register_secrets(self) -> Settings:
+        """Every secret value read is masked from then on by `tasks.redact`, wherever it would appear."""
+        from formwork.tasks.redact import register_secret
+
+        for name in self.secret_fields():
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                register_secret(value.get_secret_value())
+        return self
+
     def api_key(self) -> str | None:
         """The vLLM API key, from the setting or its file; registered so that every message masks it."""
         from formwork.tasks.redact import register_secret
@@ -134,13 +158,15 @@ class Settings(BaseSettings):
         register_secret(key)
         return key
 
-    @field_validator("vllm_url", "vllm_format_url")
+    @field_validator("*")
     @classmethod
-    def _without_userinfo(cls, urls: str | None) -> str | None:
-        """Drop `user:password@` from each server URL: httpx would send it as Basic auth in place of
-        the Bearer key, and URLs are logged and stored. The key belongs in `vllm_api_key`."""
-        if urls is None:
-            return None
+    def _without_userinfo(cls, urls: Any, info: ValidationInfo) -> Any:
+        """Drop `user:password@` from every server URL setting (each `*_url` but the database's): httpx
+        would send it as Basic auth in place of the Bearer key, and URLs are logged and stored. The key
+        belongs in the engine's `*_api_key`."""
+        server_url = str(info.field_name).endswith("_url") and info.field_name != "db_url"
+        if not server_url or not isinstance(urls, str):
+            return urls
         return ",".join(_USERINFO.sub(r"\g<scheme>", url.strip()) for url in urls.split(","))
 
     @field_validator("db_url")

@@ -28,9 +28,10 @@ EXPENSES = [
 ]
 
 
-def test_threads_default_to_the_usable_cores_for_generation_and_prompts(local_engine) -> None:
+def test_threads_default_to_the_free_cores_for_generation_and_prompts(local_engine) -> None:
     cores = len(os.sched_getaffinity(0))
-    assert local_engine.threads == (cores, cores)
+    generation, prompts = local_engine.threads  # how many depends on what else runs: tasks/engines/cores.py
+    assert 1 <= generation <= cores and prompts == generation
     assert local_engine.max_concurrency >= 2
 
 

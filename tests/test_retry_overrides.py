@@ -2,7 +2,8 @@
 
 Issue 20 point 12: `--set vllm_api_key=…`, or `--set vllm_url=` with a password, was stored as a
 Prefect flow parameter, and a URL's `user:password@` made httpx send Basic auth instead of the
-configured Bearer key.
+configured Bearer key. Issue 28: the same held for the `openai` engine's key and URL, because the
+secret settings were a list by name; now they are every `SecretStr` field of `Settings`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,10 @@ from typer.testing import CliRunner
 
 from formwork.flows.cli import app
 from formwork.flows.reprocess_failed import reprocess_failed, secret_overrides
+from formwork.tasks.engines import open_openai_server
+from formwork.tasks.redact import redact
 from formwork.tasks.settings import Settings
+from tests.misbehaving_server import MisbehavingServer
 
 KEY, PASSWORD = "sk-Ov3rride-key-77", "Url-pa/ss-88"
 
@@ -25,6 +29,30 @@ def test_server_urls_lose_their_userinfo_in_the_settings() -> None:
     assert settings.vllm_url == "http://gpu-1:8000/v1,http://gpu-2:8000/v1"
     assert settings.vllm_format_url == "https://fmt.internal/v1"
     assert Settings(vllm_url="http://127.0.0.1:8011/v1").vllm_url == "http://127.0.0.1:8011/v1"
+    assert Settings(openai_url=f"http://u:{PASSWORD}@gpu-3:8080/v1").openai_url == "http://gpu-3:8080/v1"
+    assert PASSWORD in Settings(db_url=f"postgresql://u:{PASSWORD}@db/x").db_url  # the database's own
+
+
+def test_every_secretstr_setting_is_secret_without_a_list() -> None:
+    assert {"vllm_api_key", "openai_api_key"} <= Settings.secret_fields()
+    assert "vllm_api_key_file" not in Settings.secret_fields() and "db_url" not in Settings.secret_fields()
+    assert list(secret_overrides({"openai_api_key": KEY, "openai_model": "m"})) == ["openai_api_key"]
+    Settings(openai_api_key="sk-read-once-31")  # read once: masked in every later message and stored error
+    assert redact("the server said: bad key sk-read-once-31") == "the server said: bad key ***"
+
+
+def test_the_openai_server_receives_the_api_key_not_the_urls_password() -> None:
+    with MisbehavingServer() as fake:
+        url = fake.base_url.replace("http://", f"http://admin:{PASSWORD}@")
+        settings = Settings(engine="openai", openai_url=url, openai_api_key=KEY, openai_dialect="json_schema",
+                            calibration=False)  # fmt: skip
+        engine = open_openai_server(settings, settings.openai_url)
+        try:
+            engine.check()
+        finally:
+            engine.close()
+    sent = {r["headers"].get("Authorization") for r in fake.requests}
+    assert sent == {f"Bearer {KEY}"}, sent
 
 
 def test_the_flow_refuses_secret_overrides_before_anything_runs() -> None:
@@ -39,6 +67,7 @@ def test_retry_set_passes_secrets_through_the_environment(prefect_harness, db_ur
 
     url = f"http://u:{PASSWORD}@127.0.0.1:1/v1"
     args = ["retry", "--db", db_url, "--set", f"vllm_api_key={KEY}", "--set", f"vllm_url={url}",
+            "--set", f"openai_api_key={KEY}-openai", "--set", f"openai_url={url}",
             "--set", "reasoning_max_tokens=99"]  # fmt: skip
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

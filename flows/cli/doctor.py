@@ -187,6 +187,7 @@ def _openai_engines(s: Settings) -> list[Check]:
         finally:
             engine.close()
         found = f"model {info.model}; dialect {info.dialect}; probe constrained; logprobs {info.logprob_mode}"
+        found += f"; control tokens: {info.control_tokens}"
         checks.append(Check(name, "ok", found))
     return checks
 

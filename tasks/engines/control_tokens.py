@@ -15,6 +15,9 @@ start-up check reads them from the served tokenizer itself through vLLM's `/toke
    so it survives being glued to letters and to punctuation; an ordinary `<br>` piece does not.
 
 `breaker(tokens)` then breaks each one found with an invisible word joiner after its first character.
+llama-server answers an id past the end of its vocabulary with an error, not "", so its engine passes
+the size its model list states (`n_vocab`) instead of the search. A server without `/tokenize`
+(Ollama, llama-cpp-python) gets the floor, `plain`: every chat family's known markers.
 """
 
 from __future__ import annotations
@@ -52,9 +55,10 @@ def vocabulary_size(post: Post, model: str) -> int:
     return high
 
 
-def served_control_tokens(post: Post, model: str) -> tuple[str, ...]:
-    """Every control token of the served tokenizer found at the ends of its vocabulary, longest first."""
-    size = vocabulary_size(post, model)
+def served_control_tokens(post: Post, model: str, size: int | None = None) -> tuple[str, ...]:
+    """Every control token of the served tokenizer found at the ends of its vocabulary, longest first;
+    `size`, when the server states it, saves the search (and the ids past the end)."""
+    size = size or vocabulary_size(post, model)
     ids = sorted(set(range(min(SCAN, size))) | set(range(max(0, size - SCAN), size)))
     separator = _tokens(post, model, SEPARATOR)
     batch = [*separator]
@@ -74,15 +78,40 @@ def _atomic(post: Post, model: str, token: int, piece: str) -> bool:
     return all(token in _tokens(post, model, f"{glue}{piece}{glue}") for glue in _GLUES)
 
 
-# Strings that chat tokenizers read as control tokens even inside a message: ChatML and Llama 3
-# (`<|im_start|>`, `<|eot_id|>`), Llama 2 and Mistral (`<s>`, `[INST]`), Gemma and StarCoder-style
-# names (`<start_of_turn>`, `<file_sep>`, `<reponame>`).
-_CONTROL_LIKE = re.compile(r"<\|[^<>|\s]{1,40}\|>|</?s>|\[/?INST\]|<[a-z]+_[a-z_]+>|<(?:reponame|filename)>")
+# Strings that chat tokenizers read as control tokens even inside a message, per family: ChatML, Llama 3,
+# Phi, Granite (`<|im_start|>`, `<|eot_id|>`, `<|end|>`); DeepSeek's full-width bars
+# (`<｜Assistant｜>`, `<｜end▁of▁sentence｜>`); Llama 2 (`<s>`, `<<SYS>>`); Mistral's bracketed names
+# (`[INST]`, `[SYSTEM_PROMPT]`, `[TOOL_CALLS]`); Gemma (`<bos>`, `<eos>`, `<start_of_turn>`); Qwen3
+# (`<think>`, `</think>`, `<tool_call>`); StarCoder-style names (`<file_sep>`, `<reponame>`).
+_MISTRAL = (
+    "INST",
+    "SYSTEM_PROMPT",
+    "AVAILABLE_TOOLS",
+    "TOOL_RESULTS",
+    "TOOL_CALLS",
+    "TOOL_CONTENT",
+    "IMG",
+    "IMG_BREAK",
+    "IMG_END",
+    "PREFIX",
+    "MIDDLE",
+    "SUFFIX",
+    "ARGS",
+    "CALL_ID",
+    "THINK",
+)
+_CONTROL_LIKE = re.compile(
+    r"<\|[^<>|\s]{1,40}\|>"  # <|im_start|>
+    r"|<\uff5c[^<>\uff5c\s]{1,40}\uff5c>"  # <｜Assistant｜>
+    rf"|\[/?(?:{'|'.join(_MISTRAL)})\]"  # [SYSTEM_PROMPT]
+    r"|<</?SYS>>|</?(?:s|bos|eos|pad|unk|mask|think)>"  # <<SYS>>, <bos>, </think>
+    r"|</?[a-z]+_[a-z_]+>|<(?:reponame|filename)>"  # <start_of_turn>, </tool_call>
+)
 
 
 def plain(content: str) -> str:
-    """`content` with every common control-token look-alike broken by an invisible word joiner after
-    its first character: the floor, before `check()` has read the served tokenizer's own tokens."""
+    """`content` with every chat family's known control-token markers broken by an invisible word
+    joiner after the first character: the floor, whether or not the served tokenizer could be read."""
     return _CONTROL_LIKE.sub(lambda m: m[0][0] + WORD_JOINER + m[0][1:], content)
 
 

@@ -57,6 +57,7 @@ class ServerInfo:
     served: tuple[str, ...]
     dialect: str = "vllm"
     logprob_mode: str = "masked"  # masked | renormalised | none
+    control_tokens: str = ""  # where the control tokens broken in a record's text come from
 
 
 def refuse_ngram_ban(sampling: Sampling) -> None:
@@ -96,6 +97,7 @@ class HttpEngine:
         self.max_concurrency = max_concurrency
         self.timeout_s = timeout_s
         self.context_window: int | None = None  # the server's max_model_len, read with the model list
+        self.vocabulary: int | None = None  # the model's vocabulary size, where the model list states it
         self._lock = threading.Lock()
         register_secret(api_key)
         self._client = httpx.Client(
@@ -143,14 +145,18 @@ class HttpEngine:
         return data
 
     def served_models(self) -> list[str]:
-        """The served model ids; remembers the chosen model's context length (vLLM's max_model_len)."""
+        """The served model ids; remembers the chosen model's context length (vLLM's max_model_len) and
+        vocabulary size (llama-server's meta.n_vocab)."""
         entries = [e for e in self._request("GET", f"{self.base_url}/models").get("data") or []
                    if isinstance(e, dict) and "id" in e]  # fmt: skip
         for entry in entries:
-            if entry["id"] == (self.model or entries[0]["id"]) and isinstance(
-                entry.get("max_model_len"), int
-            ):
+            if entry["id"] != (self.model or entries[0]["id"]):
+                continue
+            if isinstance(entry.get("max_model_len"), int):
                 self.context_window = entry["max_model_len"]
+            meta = entry.get("meta")
+            if isinstance(meta, dict) and isinstance(meta.get("n_vocab"), int):
+                self.vocabulary = meta["n_vocab"]
         return [str(e["id"]) for e in entries]
 
     def _model(self) -> str:

@@ -7,6 +7,9 @@ each slot has the full `n_ctx` and attends to its own cells only. That also keep
 independent of the batch: a step's attention for one sequence has the same shape alone or beside
 others (measured: logits bit-identical; with a unified cache they moved by up to 1.3).
 
+Threads: a fixed count when one is given; otherwise `cores.ThreadBudget` sets, before each decode,
+one thread per core that other processes leave free (a thread without a core stalls the others).
+
 Only the decode thread touches the context; tokenising reads the vocabulary alone and is safe from
 any thread.
 """
@@ -21,14 +24,16 @@ from typing import Any
 import numpy as np
 
 from formwork.tasks.engines.base import EngineUnavailable, require
+from formwork.tasks.engines.cores import ThreadBudget
 
 BATCH = 512  # tokens per llama_decode: prompts are evaluated in chunks of this size
 
 
 class LlamaRuntime:
-    """The model, its vocabulary and a context of `slots` sequences of `n_ctx` tokens each."""
+    """The model, its vocabulary and a context of `slots` sequences of `n_ctx` tokens each; `threads`
+    None: as many as there are free cores, measured as it runs."""
 
-    def __init__(self, path: Path, n_ctx: int, slots: int, threads: int):
+    def __init__(self, path: Path, n_ctx: int, slots: int, threads: int | None):
         self._lib = lib = require("llama_cpp", "local")
         logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)  # llama.cpp's load chatter
         lib.llama_backend_init()
@@ -40,7 +45,8 @@ class LlamaRuntime:
         params.n_batch = params.n_ubatch = BATCH
         params.n_seq_max = slots
         params.kv_unified = False
-        params.n_threads = params.n_threads_batch = threads
+        self._budget = ThreadBudget() if threads is None else None
+        params.n_threads = params.n_threads_batch = threads or self._budget.threads  # type: ignore[union-attr]
         params.flash_attn_type = lib.LLAMA_FLASH_ATTN_TYPE_DISABLED  # as `Llama` sets it
         params.no_perf = True
         self._ctx = lib.llama_init_from_model(self._model, params)
@@ -55,7 +61,7 @@ class LlamaRuntime:
 
     @property
     def threads(self) -> tuple[int, int]:
-        """(generation, prompt evaluation) threads, as llama.cpp reports them."""
+        """(generation, prompt evaluation) threads, as llama.cpp reports them now."""
         return int(self._lib.llama_n_threads(self._ctx)), int(self._lib.llama_n_threads_batch(self._ctx))
 
     def metadata(self, key: str) -> str | None:
@@ -101,6 +107,10 @@ class LlamaRuntime:
             batch.seq_id[i][0] = slot
             batch.logits[i] = logits
         batch.n_tokens = len(tokens)
+        if self._budget is not None:
+            wanted = self._budget.now()
+            if wanted != self._lib.llama_n_threads(self._ctx):
+                self._lib.llama_set_n_threads(self._ctx, wanted, wanted)
         status = self._lib.llama_decode(self._ctx, batch)
         if status != 0:
             raise EngineUnavailable(f"llama_decode failed with status {status}", details={"status": status})

@@ -16,7 +16,6 @@ costs ~10 ms per token; XGrammar's mask costs well under a tenth of a forward pa
 from __future__ import annotations
 
 import importlib.util
-import os
 import threading
 from pathlib import Path
 
@@ -42,13 +41,9 @@ def bundled_model_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / BUNDLED_GGUF
 
 
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity mask), not the machine's count."""
-    return len(os.sched_getaffinity(0))
-
-
 class LocalEngine:
-    """One GGUF model, one llama.cpp context with `slots` sequences; `max_concurrency` = slots."""
+    """One GGUF model, one llama.cpp context with `slots` sequences; `max_concurrency` = slots.
+    `n_threads` None: one per core that other processes leave free, re-measured as it runs."""
 
     def __init__(
         self,
@@ -65,7 +60,7 @@ class LocalEngine:
         self.model = path.stem
         self.model_path = path  # its content hash keys calibrations (tasks.engines.fingerprint)
         self.max_concurrency = slots
-        self._runtime = runtime = LlamaRuntime(path, n_ctx, slots, n_threads or usable_cores())
+        self._runtime = runtime = LlamaRuntime(path, n_ctx, slots, n_threads)
         self.context_window = runtime.n_ctx
         self._stop_ids = {t for t in range(runtime.n_vocab) if runtime.is_end(t)}
         # control and end tokens blanked: no grammar may emit them, and no output text shows them
@@ -88,7 +83,7 @@ class LocalEngine:
 
     @property
     def threads(self) -> tuple[int, int]:
-        """(generation, prompt evaluation) threads of the llama.cpp context."""
+        """(generation, prompt evaluation) threads of the llama.cpp context, now."""
         return self._runtime.threads
 
     @property

@@ -16,6 +16,12 @@ has no confidence). Any other reply carries none (mode `none`), and a field unde
 `check()` reports the mode the probe showed, and refuses `none` when the run holds any value to a
 confidence bound (`needs_logprobs`: a calibration or its default, min_confidence, x-min-confidence).
 
+Control tokens: `check()` reads the served tokenizer's own (`control_tokens`) where the server offers
+`/tokenize` and `/detokenize` (vLLM and SGLang in vLLM's words, llama-server in its own), and every
+one of them in a record's text is broken before it is sent; on every server, whatever it offers,
+every chat family's known markers are broken too (`control_tokens.plain`). `ServerInfo.control_tokens`
+says which, for `formwork doctor`.
+
 Transport, retries' error mapping, the API key and redaction are `http_base.HttpEngine`'s.
 """
 
@@ -28,6 +34,7 @@ import jsonschema
 
 from formwork.tasks.engines.base import (
     Completion,
+    EngineError,
     EngineUnavailable,
     JsonSchema,
     Message,
@@ -36,7 +43,7 @@ from formwork.tasks.engines.base import (
     Sampling,
     TopStep,
 )
-from formwork.tasks.engines.control_tokens import plain
+from formwork.tasks.engines.control_tokens import Post, breaker, plain, served_control_tokens
 from formwork.tasks.engines.http_base import (
     PROBE_QUESTION,
     PROBE_SCHEMA,
@@ -91,6 +98,13 @@ class OpenAIServerEngine(HttpEngine):
         self.dialect = dialect
         self.needs_logprobs = needs_logprobs
         self.logprob_mode = "unknown"  # masked | renormalised | none, once check() has seen the probe
+        self.control_tokens: tuple[str, ...] | None = None  # the served tokenizer's, once check() read them
+        self._break_served = breaker(())
+
+    def plain(self, content: str) -> str:
+        """`content` with the served tokenizer's control tokens (once read) and every family's known
+        markers broken: a record's text can never open a chat turn on the server."""
+        return plain(self._break_served(content))
 
     def complete(
         self, messages: list[Message], sampling: Sampling, schema: JsonSchema | None = None
@@ -100,7 +114,7 @@ class OpenAIServerEngine(HttpEngine):
             raise RequestRejected("the server's dialect is not known yet", hint="run check() first")
         body: dict[str, Any] = {
             "model": self._model(),
-            "messages": [{**m, "content": plain(m["content"])} for m in messages],
+            "messages": [{**m, "content": self.plain(m["content"])} for m in messages],
             "max_tokens": sampling.max_tokens,
             "temperature": sampling.temperature,
             "top_p": sampling.top_p,
@@ -177,6 +191,7 @@ class OpenAIServerEngine(HttpEngine):
         self._model()
         if self.dialect == "auto":
             self.dialect = self._detect()
+        control = self._read_control_tokens()
         probe = self.complete(PROBE_QUESTION, Sampling(max_tokens=24), PROBE_SCHEMA)
         try:
             jsonschema.validate(json.loads(probe.text), PROBE_SCHEMA)
@@ -195,7 +210,32 @@ class OpenAIServerEngine(HttpEngine):
                 hint="use a server that returns logprobs, or run with calibration off and no bounds",
             )
         return ServerInfo(redact(self.base_url), "unknown", self.model, tuple(served), self.dialect,
-                          self.logprob_mode)  # fmt: skip
+                          self.logprob_mode, control)  # fmt: skip
+
+    def _tokenizer(self) -> Post:
+        """/tokenize and /detokenize in vLLM's words (what `control_tokens` speaks), for this server."""
+        if self.dialect != "llama-server":
+            return lambda path, body: self._request("POST", f"{self.root}{path}", body)
+
+        def llama_server(path: str, body: dict[str, Any]) -> dict[str, Any]:
+            if path == "/tokenize":
+                said = {"content": body["prompt"], "add_special": False}
+                return self._request("POST", f"{self.root}/tokenize", said)
+            return {"prompt": self._request("POST", f"{self.root}/detokenize", body).get("content")}
+
+        return llama_server
+
+    def _read_control_tokens(self) -> str:
+        """Read the served tokenizer's control tokens where the server can say; what doctor shows."""
+        try:
+            found = served_control_tokens(self._tokenizer(), self.model, self.vocabulary)
+        except EngineError as exc:
+            self.control_tokens = None
+            return (f"not readable here ({redact(exc.message)[:80]}): every chat family's known markers "
+                    "are broken instead")  # fmt: skip
+        self.control_tokens = found
+        self._break_served = breaker(found)
+        return f"{len(found)} read from the served tokenizer, broken in every record (and the known markers)"
 
 
 def pre_mask_steps(logprobs: Any) -> tuple[TopStep, ...]:
