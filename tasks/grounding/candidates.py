@@ -11,8 +11,10 @@ judge accepts. Per field rule (schemas.annotations):
 
 - `value` numbers: every reading of every number, as JSON numbers;
 - `value` dates: every date, relative ones resolved against the reference date, as ISO dates;
-- `quote` strings: word n-grams inside one line up to the field's `maxLength` (CJK characters count as
-  words), plus every e-mail address and phone number, each copied exactly as written;
+- `quote` strings: the spans people give as answers, up to the field's `maxLength`, each copied exactly
+  as written (tasks.grounding.spans): e-mails and phones, the words after the cues the field's
+  description names, capitalised runs, whole lines and their segments, adjacent lines joined, then
+  word n-grams inside one line (CJK characters count as words);
 - `x-base-form` quote strings: each span also in its base form (the text's "eggs" offers "egg");
 - an enum with `x-aliases`: the labels the text writes, when it writes any (tasks.grounding.aliases);
 - null, where the schema allows it; other `none` fields (enums, booleans, derived values) keep their node.
@@ -21,13 +23,13 @@ Bounds. XGrammar's compile time grows with the number of enum strings in the sch
 each against the bundled model's 49k vocabulary (their length and `any_whitespace` matter little;
 BENCHMARKS section 15), and a per-record schema is never in a cache; the formatting pass it serves
 takes ~0.6-1.2 s on an idle embedded engine, so the grammar's share stays near 5% only with a few
-hundred strings in all. Hence at most `MAX_WORDS` words per span, `MAX_CANDIDATES` values per field
-and `MAX_TOTAL` per record, shared fairly (a field with fewer candidates keeps them all, the rest is
-split evenly among the others: a long signature's name and organization then get ~90 each, not 100
-each beside 100 phone-shaped spans), each field's chosen in this order so that the
-likely ones survive the cut: e-mails and phone numbers, then what the reasoning notes mention (the
-model's own intent, when the notes are given), then shorter spans before longer and earlier before
-later (labels are short). Numbers and dates keep text order after the ones the notes mention.
+hundred strings in all. Hence the bound is the compile budget, `MAX_TOTAL` strings per record
+(COMPILE_BUDGET_MS / COMPILE_MS_PER_STRING), shared fairly (a field with fewer candidates keeps them
+all, the rest is split evenly among the others), not a cut per field; each field's chosen in this
+order so that the likely ones survive it: e-mails and phone numbers, then what the reasoning notes
+mention (the model's own intent, when the notes are given), then the kinds of span people answer
+with (tasks.grounding.spans.quote_spans), then n-grams, shorter before longer and earlier before
+later. Numbers and dates keep text order after the ones the notes mention.
 """
 
 from __future__ import annotations
@@ -47,11 +49,12 @@ from formwork.schemas.validator import validator_class
 from formwork.tasks.grounding.aliases import written_labels
 from formwork.tasks.grounding.evidence import RECORDS_KEPT, record_source
 from formwork.tasks.grounding.reading import inside, within
-from formwork.tasks.grounding.spans import Mentions, base_forms, quote_spans
+from formwork.tasks.grounding.spans import Mentions, base_forms, cues_for, quote_spans
 from formwork.tasks.grounding.values import ValueFinder
 
-MAX_CANDIDATES = 100
-MAX_TOTAL = 200
+COMPILE_MS_PER_STRING = 0.1  # XGrammar, per enum string, bundled vocabulary (BENCHMARKS section 15)
+COMPILE_BUDGET_MS = 20.0  # a record's grammar compile: ~2-3% of an idle formatting pass of 0.6-1.2 s
+MAX_TOTAL = int(COMPILE_BUDGET_MS / COMPILE_MS_PER_STRING)  # strings a record's grammar may hold
 
 
 def _number(value: Decimal) -> int | float:
@@ -196,7 +199,8 @@ def _pool(
         readings = [r for r in finder.date_readings() if isinstance(r.value, date)]
         return _mentioned_first([(r.value.isoformat(), text[r.span[0] : r.span[1]]) for r in readings], notes)
     if rule == "quote" and types == {"string"}:
-        every = quote_spans(text, int(node.get("maxLength", 200)), notes)
+        cues = cues_for(str(check.get("description", "")))
+        every = quote_spans(text, int(node.get("maxLength", 200)), notes, cues)
         spans = (span for span in every if not words.hold(span))  # lazy: the bound stops early
         if check.get("x-base-form") is True:
             return (form for span in spans for form in (span, *base_forms(span)))
@@ -207,13 +211,14 @@ def _pool(
 
 
 def _bounded(pool: Iterable[Any], accepts: Callable[[Any], bool]) -> list[Any]:
-    """The first MAX_CANDIDATES distinct values of `pool` that the field accepts."""
+    """The first MAX_TOTAL distinct values of `pool` that the field accepts (the record's share cuts
+    further, `_shares`)."""
     chosen: dict[Any, None] = {}
     for value in pool:
         key = (type(value), value)
         if key not in chosen and accepts(value):
             chosen[key] = value
-            if len(chosen) >= MAX_CANDIDATES:
+            if len(chosen) >= MAX_TOTAL:
                 break
     return list(chosen.values())
 
