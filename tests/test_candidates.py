@@ -6,7 +6,7 @@ from datetime import date
 
 from formwork.schemas.registry import load_schema
 from formwork.tasks.calls import ExtractOptions
-from formwork.tasks.grounding import candidates
+from formwork.tasks.grounding import candidates, spans
 from formwork.tasks.grounding.candidates import grounded_body
 from formwork.tasks.grounding.copies import copies
 from formwork.tasks.grounding.evidence import ground
@@ -93,20 +93,19 @@ def test_candidate_sets_are_bounded_on_long_texts() -> None:
     text = " ".join(f"word{i} {i}.5" for i in range(3000))  # ~6,000 numbers and words on one line
     body = grounded_body(BODY, text)
     sizes = [len(node.get("enum", [])) for node in body["properties"].values()]
-    assert max(sizes) <= candidates.MAX_CANDIDATES + 1  # + null
-    assert sum(sizes) <= candidates.MAX_TOTAL + len(sizes)  # and the record's cap, shared
+    assert sum(sizes) <= candidates.MAX_TOTAL + len(sizes)  # the record's compile budget, shared (+ null)
     alone = grounded_body({"type": "object", "properties": {"who": BODY["properties"]["who"]}}, text)
-    assert len(alone["properties"]["who"]["enum"]) == candidates.MAX_CANDIDATES + 1
+    assert len(alone["properties"]["who"]["enum"]) == candidates.MAX_TOTAL + 1  # no cut per field
 
 
 def test_what_the_notes_mention_survives_the_bound() -> None:
     filler = " ".join(f"word{i}" for i in range(400))
-    text = f"{filler} paid by Ana Maria Ruiz Vega 77.25 {filler}"
-    notes = "The payer is Ana Maria Ruiz Vega, 77.25 in total."
+    text = f"{filler} paid by ana maria ruiz vega 77.25 {filler}"  # lower case: no capitalised run
+    notes = "The payer is ana maria ruiz vega, 77.25 in total."
     unordered = grounded_body(BODY, text)["properties"]
     ordered = grounded_body(BODY, text, notes=notes)["properties"]
-    assert "Ana Maria Ruiz Vega" not in unordered["who"]["enum"]  # cut by the bound without notes
-    assert "Ana Maria Ruiz Vega" in ordered["who"]["enum"]
+    assert "ana maria ruiz vega" not in unordered["who"]["enum"]  # cut by the bound without notes
+    assert "ana maria ruiz vega" in ordered["who"]["enum"]
     assert ordered["amount"]["enum"][0] == 77.25
 
 
@@ -248,3 +247,56 @@ def test_a_record_keeps_at_most_max_total_candidates_shared_fairly() -> None:
     short = GROUNDED.formatting_grammar(schema, "Jane Morrison, Brightwave Ltd, jane@bw.co.uk", None)
     assert short["properties"]["email"]["enum"] == ["jane@bw.co.uk", None]  # unbound by the record's cap
     assert candidates._shares([150, 3, 10, 150]) == [93, 3, 10, 94]
+
+
+SIGNATURE_MAIL = """Hi team,
+
+Thanks for the quick turnaround on the quarterly report. I have reviewed the figures and everything
+looks consistent with what we discussed during Tuesday's call. A few small notes: the shipping costs in
+the second table should be rounded to whole euros, and the appendix can drop the duplicated chart.
+
+Could you also send me the updated contract draft before Friday? Our legal department wants to read
+it over the weekend, and I would like to forward it to them together with the signed purchase order.
+If anything is unclear, just reply to this message or give me a call; I am in the office all week
+except Thursday morning, when I am visiting the warehouse in Rotterdam with the logistics people.
+
+Kind regards,
+
+Maria Gonzalez
+Senior Procurement Manager
+Northwind Traders
+Keizersgracht 123
+1015 CJ Amsterdam
+The Netherlands
+maria.gonzalez@northwind.example
++31 20 555 0147
+"""
+
+
+def test_a_signature_mails_name_and_company_are_offered_without_notes() -> None:
+    """One-pass modes have no notes to order by: the name and the company must still be candidates on
+    an ordinary ~900-character mail, not only their single words."""
+    assert 800 <= len(SIGNATURE_MAIL) <= 1100
+    fields = GROUNDED.formatting_grammar(load_schema("contact"), SIGNATURE_MAIL, None)["properties"]
+    assert "Maria Gonzalez" in fields["name"]["enum"]
+    assert "Northwind Traders" in fields["organization"]["enum"]
+    assert fields["email"]["enum"] == ["maria.gonzalez@northwind.example", None]
+
+
+def test_an_address_of_three_lines_is_offered_whole_as_the_text_joins_it() -> None:
+    schema = {"type": "object", "properties": {"address": {"type": ["string", "null"], "maxLength": 120}}}
+    address = "Keizersgracht 123\n1015 CJ Amsterdam\nThe Netherlands"
+    offered = grounded_body(schema, SIGNATURE_MAIL)["properties"]["address"]["enum"]
+    assert address in offered
+    assert "Northwind Traders\nKeizersgracht 123" in offered  # adjacent lines; a blank line ends a run
+    assert not any("Kind regards,\n\nMaria" in s for s in offered if isinstance(s, str))
+
+
+def test_the_words_after_a_cue_the_description_names_come_first() -> None:
+    expense = load_schema("expense")
+    text = "Hotel Lisbon 2 nights 240 EUR, paid by Ana Ruiz, project Apollo Relaunch, 2024-05-02"
+    fields = GROUNDED.formatting_grammar(expense, text, None)["properties"]
+    assert fields["who"]["enum"].index("Ana Ruiz") < 10
+    assert fields["project"]["enum"].index("Apollo Relaunch") < 10
+    assert spans.cues_for("The project or client the expense is billed to") == ("project", "proj", "for",
+                                                                                 "client", "customer")

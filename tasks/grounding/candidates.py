@@ -11,8 +11,10 @@ judge accepts. Per field rule (schemas.annotations):
 
 - `value` numbers: every reading of every number, as JSON numbers;
 - `value` dates: every date, relative ones resolved against the reference date, as ISO dates;
-- `quote` strings: word n-grams inside one line up to the field's `maxLength` (CJK characters count as
-  words), plus every e-mail address and phone number, each copied exactly as written;
+- `quote` strings: the spans people give as answers, up to the field's `maxLength`, each copied exactly
+  as written (tasks.grounding.spans): e-mails and phones, the words after the cues the field's
+  description names, capitalised runs, whole lines and their segments, adjacent lines joined, then
+  word n-grams inside one line (CJK characters count as words);
 - `x-base-form` quote strings: each span also in its base form (the text's "eggs" offers "egg");
 - an enum with `x-aliases`: the labels the text writes, when it writes any (tasks.grounding.aliases);
 - null, where the schema allows it; other `none` fields (enums, booleans, derived values) keep their node.
@@ -21,13 +23,13 @@ Bounds. XGrammar's compile time grows with the number of enum strings in the sch
 each against the bundled model's 49k vocabulary (their length and `any_whitespace` matter little;
 BENCHMARKS section 15), and a per-record schema is never in a cache; the formatting pass it serves
 takes ~0.6-1.2 s on an idle embedded engine, so the grammar's share stays near 5% only with a few
-hundred strings in all. Hence at most `MAX_WORDS` words per span, `MAX_CANDIDATES` values per field
-and `MAX_TOTAL` per record, shared fairly (a field with fewer candidates keeps them all, the rest is
-split evenly among the others: a long signature's name and organization then get ~90 each, not 100
-each beside 100 phone-shaped spans), each field's chosen in this order so that the
-likely ones survive the cut: e-mails and phone numbers, then what the reasoning notes mention (the
-model's own intent, when the notes are given), then shorter spans before longer and earlier before
-later (labels are short). Numbers and dates keep text order after the ones the notes mention.
+hundred strings in all. Hence the bound is the compile budget, `MAX_TOTAL` strings per record
+(COMPILE_BUDGET_MS / COMPILE_MS_PER_STRING), shared fairly (a field with fewer candidates keeps them
+all, the rest is split evenly among the others), not a cut per field; each field's chosen in this
+order so that the likely ones survive it: e-mails and phone numbers, then what the reasoning notes
+mention (the model's own intent, when the notes are given), then the kinds of span people answer
+with (tasks.grounding.spans.quote_spans), then n-grams, shorter before longer and earlier before
+later. Numbers and dates keep text order after the ones the notes mention.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from datetime import date
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 import regex
@@ -44,12 +47,14 @@ from formwork.schemas.paths import EMAIL as EMAIL_SHAPE
 from formwork.schemas.paths import semantic_errors
 from formwork.schemas.validator import validator_class
 from formwork.tasks.grounding.aliases import written_labels
+from formwork.tasks.grounding.evidence import RECORDS_KEPT, record_source
 from formwork.tasks.grounding.reading import inside, within
-from formwork.tasks.grounding.spans import Mentions, base_forms, quote_spans
-from formwork.tasks.grounding.values import ValueFinder, record_values
+from formwork.tasks.grounding.spans import Mentions, base_forms, cues_for, quote_spans
+from formwork.tasks.grounding.values import ValueFinder
 
-MAX_CANDIDATES = 100
-MAX_TOTAL = 200
+COMPILE_MS_PER_STRING = 0.1  # XGrammar, per enum string, bundled vocabulary (BENCHMARKS section 15)
+COMPILE_BUDGET_MS = 20.0  # a record's grammar compile: ~2-3% of an idle formatting pass of 0.6-1.2 s
+MAX_TOTAL = int(COMPILE_BUDGET_MS / COMPILE_MS_PER_STRING)  # strings a record's grammar may hold
 
 
 def _number(value: Decimal) -> int | float:
@@ -60,21 +65,60 @@ def admits(root: dict[str, Any], node: dict[str, Any], text: str) -> Callable[[A
     """Whether validation would accept a value at `node` (its checked form): the draft's jsonschema
     validator with formats, then the semantic checks. A string's own `maxLength`, `pattern` and e-mail
     shape are tried first, being necessary and far cheaper (a long text has thousands of spans)."""
-    cls = validator_class(root)
+    check = _node_check(_Same(root), _Same(node))
+    return lambda value: check(value, text)
+
+
+@lru_cache(maxsize=256)
+def _node_check(root: _Same, same: _Same) -> Callable[[Any, str], bool]:
+    """`admits` for one schema node, built once per node, not per record (a validator and a pattern)."""
+    node = same.node
+    cls = validator_class(root.node)
     validator = cls(node, format_checker=cls.FORMAT_CHECKER)
     pattern = regex.compile(node["pattern"]) if isinstance(node.get("pattern"), str) else None
     email = "email" in (node.get("format"), node.get("x-format"))
-    longest = node.get("maxLength")
+    longest, shortest = node.get("maxLength"), node.get("minLength", 0)
+    plain = _plain_string(node)
 
-    def check(value: Any) -> bool:
+    def check(value: Any, text: str) -> bool:
         if isinstance(value, str):
             if (longest is not None and len(value) > longest) or (email and not EMAIL_SHAPE.match(value)):
                 return False
             if pattern is not None and not pattern.search(value):
                 return False
+            if plain:  # all the validator and the semantic checks would test, tested
+                return len(value) >= shortest
         return validator.is_valid(value) and not semantic_errors(node, value, text)
 
     return check
+
+
+ANNOTATIONS = frozenset({"description", "title", "$comment", "default", "deprecated", "readOnly",
+                         "writeOnly"})  # fmt: skip
+
+
+def _plain_string(node: dict[str, Any]) -> bool:
+    """A string node checked by its type and lengths alone (no pattern, format, enum, examples or
+    branches): a span of the text, already cut to `maxLength`, needs only `minLength` tested, where
+    the validator and the semantic checks cost ~0.1 ms a span (a record has hundreds)."""
+    types = node.get("type")
+    strings = types == "string" or (isinstance(types, list) and "string" in types)
+    keys = {k for k in node if not k.startswith("x-") or k == "x-format"} - ANNOTATIONS
+    return strings and keys <= {"type", "maxLength", "minLength"}
+
+
+class _Same:
+    """A schema node as a cache key: the same object, not an equal one (a loaded schema's bodies live
+    as long as the run; keeping the node in the key keeps its id from being reused)."""
+
+    def __init__(self, node: dict[str, Any]):
+        self.node = node
+
+    def __hash__(self) -> int:
+        return id(self.node)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.node is self.node
 
 
 def _mentioned_first(values: list[tuple[Any, str]], notes: str) -> list[Any]:
@@ -90,12 +134,15 @@ class ValueWords:
     "Parking, 12 CAD" beside an amount, "2024" of "2024-06-10" beside a date), and a number that is
     part of a date ("12" of "12 Jan 2024"), are refused by the judge, so they are never proposed."""
 
-    def __init__(self, root: dict[str, Any], finder: ValueFinder):
-        kinds = _value_kinds(root)
+    def __init__(self, kinds: frozenset[str], finder: ValueFinder):
         self.text = finder.text
         numbers = [r.span for r in finder.number_readings()] if "number" in kinds else []
         self.dates = [r.span for r in finder.date_readings()] if "date" in kinds else []
         self.held = numbers + self.dates  # the words of every reading a value field may take
+        # every held reading's words, apart: a value all of whose places lie inside held words is
+        # written inside one of them, so a value not found here is not held (one search of a short
+        # string, where a search of the whole text per span made the test quadratic in the text)
+        self.held_words = "\n".join(self.text[start:end] for start, end in self.held)
 
     def part_of_date(self, span: tuple[int, int]) -> bool:
         return within(span, self.dates)
@@ -103,10 +150,18 @@ class ValueWords:
     def hold(self, value: Any) -> bool:
         """Whether every place the text writes `value` lies inside a number's or a date's words (a
         span the text does not write verbatim, such as a base form, is not held)."""
-        if not self.held or not isinstance(value, str) or not value:
+        if not self.held or not isinstance(value, str) or not value or value not in self.held_words:
             return False
-        places = [(m.start(), m.end()) for m in regex.finditer(regex.escape(value), self.text)]
+        places, start = [], self.text.find(value)
+        while start >= 0:  # the non-overlapping places, as a search for the literal finds them
+            places.append((start, start + len(value)))
+            start = self.text.find(value, start + len(value))
         return bool(places) and all(inside(place, self.held) for place in places)
+
+
+@lru_cache(maxsize=64)
+def _kinds_of(root: _Same) -> frozenset[str]:
+    return frozenset(_value_kinds(root.node))
 
 
 def _value_kinds(node: Any) -> set[str]:
@@ -124,6 +179,11 @@ def _value_kinds(node: Any) -> set[str]:
     return kinds.union(*(_value_kinds(v) for v in node.values() if isinstance(v, dict | list)))
 
 
+@lru_cache(maxsize=RECORDS_KEPT)
+def _value_words(finder: ValueFinder, kinds: frozenset[str]) -> ValueWords:
+    return ValueWords(kinds, finder)  # once per record, for every attempt's grammar
+
+
 def _pool(
     node: dict[str, Any], check: dict[str, Any], rule: Rule, finder: ValueFinder, notes: str,
     words: ValueWords,
@@ -139,7 +199,8 @@ def _pool(
         readings = [r for r in finder.date_readings() if isinstance(r.value, date)]
         return _mentioned_first([(r.value.isoformat(), text[r.span[0] : r.span[1]]) for r in readings], notes)
     if rule == "quote" and types == {"string"}:
-        every = quote_spans(text, int(node.get("maxLength", 200)), notes)
+        cues = cues_for(str(check.get("description", "")))
+        every = quote_spans(text, int(node.get("maxLength", 200)), notes, cues)
         spans = (span for span in every if not words.hold(span))  # lazy: the bound stops early
         if check.get("x-base-form") is True:
             return (form for span in spans for form in (span, *base_forms(span)))
@@ -150,13 +211,14 @@ def _pool(
 
 
 def _bounded(pool: Iterable[Any], accepts: Callable[[Any], bool]) -> list[Any]:
-    """The first MAX_CANDIDATES distinct values of `pool` that the field accepts."""
+    """The first MAX_TOTAL distinct values of `pool` that the field accepts (the record's share cuts
+    further, `_shares`)."""
     chosen: dict[Any, None] = {}
     for value in pool:
         key = (type(value), value)
         if key not in chosen and accepts(value):
             chosen[key] = value
-            if len(chosen) >= MAX_CANDIDATES:
+            if len(chosen) >= MAX_TOTAL:
                 break
     return list(chosen.values())
 
@@ -171,9 +233,9 @@ def grounded_body(
     none`, such as a quantity that is 1 "when no number is given", would be narrowed to the text's
     numbers), `reference` and `anchor` the record's reference date as
     the judge gets them, `notes` the reasoning pass's text, which orders the candidates."""
-    finder = record_values(text, reference, anchor)
+    finder = record_source(text, reference, anchor).values
     root = checked if checked is not None else body
-    words = ValueWords(root, finder)
+    words = _value_words(finder, _kinds_of(_Same(root)))
     chosen: list[tuple[dict[str, Any], list[Any], bool]] = []  # (enum node, candidates, nullable)
 
     def visit(node: Any, check: Any, inherited: Rule | None) -> Any:

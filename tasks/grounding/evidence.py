@@ -23,7 +23,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import date
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Literal
 
 from formwork.schemas.annotations import Rule, rule_for
@@ -34,6 +34,7 @@ Kind = Literal["exact", "normalised", "fuzzy", "derived", "none"]
 FUZZY_THRESHOLD = 90.0  # RapidFuzz ratio (0-100) of the value against the aligned, word-extended span
 FUZZY_MIN_CHARS = 4  # shorter values must match exactly or normalised: fuzzy hits on them are noise
 MAX_SPANS = 8
+RECORDS_KEPT = 1024  # records whose reading is kept (record_source)
 PHONE = re.compile(r"^\+?[\d\s().\-/]+$")
 PHONE_IN_TEXT = re.compile(r"\+?\d[\d\s().\-/]*\d")
 ISO_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}")
@@ -139,8 +140,19 @@ class Source:
         """`reference` (from `anchor`, such as "meta reference_date") grounds relative dates; without
         one, a date the text states as its own ("Sent on 2024-06-10", 今天是…) is used, marked so."""
         self.text = text
-        self.folded, self.where = _fold(text)
         self.values = record_values(text, reference, anchor)  # read once, shared with the candidates
+
+    @cached_property
+    def _folding(self) -> tuple[str, list[int]]:
+        return _fold(self.text)  # only when a value is not written verbatim: most are
+
+    @property
+    def folded(self) -> str:
+        return self._folding[0]
+
+    @property
+    def where(self) -> list[int]:
+        return self._folding[1]
 
     def _unfold(self, start: int, end: int) -> tuple[int, int]:
         return self.where[start], self.where[end - 1] + 1
@@ -245,6 +257,15 @@ class Source:
         return "fuzzy", (self._unfold(start, end),), score
 
 
+@lru_cache(maxsize=RECORDS_KEPT)
+def record_source(text: str, reference: date | None = None, anchor: str | None = None) -> Source:
+    """The one `Source` of a record's text, shared by its grammar's candidates and by the judge of
+    every attempt. Kept for `RECORDS_KEPT` texts, above the records a GPU server keeps in flight (256
+    in BENCHMARKS section 7): with fewer, a record's reading was evicted by the others' between its
+    grammar and its judge, and read again."""
+    return Source(text, reference, anchor)
+
+
 def _value_match(source: Source, node: dict[str, Any], value: Any) -> tuple[bool, Any]:
     """(is this a number or date?, its match or None) under the `value` rule."""
     if not isinstance(value, str):
@@ -284,7 +305,7 @@ def ground(
 ) -> list[Evidence]:  # fmt: skip
     """Evidence for every non-null value of `data` (validated against `body`), from `text` alone;
     `anchor` says where `reference` came from, and goes into each derived date's evidence."""
-    source = source or Source(text, reference, anchor)
+    source = source or record_source(text, reference, anchor)
     found: list[Evidence] = []
 
     def walk(node: dict[str, Any], value: Any, path: str, inherited: Rule | None) -> None:

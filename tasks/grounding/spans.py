@@ -1,9 +1,11 @@
 """Spans of a record's text that a quoted field may copy, and what the reasoning notes mention.
 
-A quote field's candidates are word n-grams inside one line (exact slices of the text, CJK characters
-one word each), plus every e-mail address and phone number; `x-base-form` fields are also offered each
-span's base form. `Mentions` orders them: what the notes say comes first, so it survives the bound
-(tasks.grounding.candidates).
+A quote field's candidates are exact slices of the text that people give as answers: e-mail addresses
+and phone numbers, the words after a cue the field's description names ("paid by", "Project:",
+"Regards,"), capitalised runs (names, companies), whole lines and their segments, runs of adjacent
+lines (an address), then word n-grams inside one line (CJK characters one word each); `x-base-form`
+fields are also offered each span's base form. `Mentions` orders them: what the notes say comes first,
+so it survives the bound (tasks.grounding.candidates).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from formwork.tasks.grounding.evidence import LEMMA_LANGUAGES
 MAX_WORDS = 8
 WORD = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]|[\p{L}\p{N}](?:[\p{L}\p{N}'’.&+\-/]*[\p{L}\p{N}])?")
 EMAIL = regex.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
-PHONE = regex.compile(r"\+?\d[\d\s().\-/]{5,}\d")
+PHONE = regex.compile(r"\+?\d[\d \t\u00a0().\-/]{5,}\d")  # within a line
 
 
 class Mentions:
@@ -40,29 +42,123 @@ class Mentions:
         return words in self.ngrams
 
 
+# The words a field's description uses, and the text's words after which its value is written: the
+# spans around them are what people answer ("paid by Maria", "Project: Apollo", "Regards,\nMaria").
+CUES = {
+    "person": ("paid by", "by", "from", "regards", "best", "thanks", "cheers", "sincerely", "name"),
+    "name": ("regards", "best", "thanks", "cheers", "sincerely", "name", "from"),
+    "project": ("project", "proj", "for"),
+    "client": ("client", "customer", "for"),
+    "company": ("regards", "company", "at"),
+    "organization": ("regards", "company", "organization", "organisation", "at"),
+}
+SIGN_OFFS = frozenset({"regards", "best", "thanks", "cheers", "sincerely"})  # the name is on the next line
+CONNECTORS = frozenset({"&", "and", "of", "de", "del", "van", "von", "der", "la", "le", "y", "du", "da"})
+SEGMENT = regex.compile(r"\s*(?:[,;|•·]|\s[-–—]\s|:\s)\s*")
+CUE_WORDS = 4  # words after a cue on its own line
+JOINED_LINES = 4  # adjacent lines joined at most (an address, a signature block)
+
+
+def cues_for(description: str) -> tuple[str, ...]:
+    """The cue words of a field whose description names a person, a project, a client or a company."""
+    words = {w.casefold() for w in WORD.findall(description)}
+    return tuple(dict.fromkeys(cue for key, cues in CUES.items() if key in words for cue in cues))
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    """Each non-blank line's (start, end) without its edge spaces."""
+    found = []
+    for line in regex.finditer(r"[^\n]+", text):
+        stripped = line.group().strip()
+        if stripped:
+            start = line.start() + line.group().index(stripped)
+            found.append((start, start + len(stripped)))
+    return found
+
+
+def _capitalised(text: str, words: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Runs of two or more capitalised words of one line (names, companies), connectors inside
+    ("Marks & Spencer", "Bank of America"), the whole run first, then its parts."""
+    runs: list[list[tuple[int, int]]] = [[]]
+    for start, end in words:
+        word, gap = text[start:end], text[runs[-1][-1][1] : start] if runs[-1] else ""
+        if runs[-1] and gap.strip(" &"):
+            runs.append([])
+        if word[:1].isupper() or (runs[-1] and word.casefold() in CONNECTORS):
+            runs[-1].append((start, end))
+        elif runs[-1]:
+            runs.append([])
+    found = []
+    for run in runs:
+        while run and text[run[-1][0] : run[-1][1]].casefold() in CONNECTORS:
+            run.pop()
+        for n in range(min(len(run), MAX_WORDS), 1, -1):
+            found += [(run[i][0], run[i + n - 1][1]) for i in range(len(run) - n + 1)]
+    return found
+
+
+def _after_cues(text: str, cues: tuple[str, ...], lines: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """What follows each cue word: the next one to CUE_WORDS words of its line, or, where the cue ends
+    its line ("Regards,"), the next line and the next two lines joined."""
+    found = []
+    for cue in cues:
+        alone = rf"(?i)(?<![\p{{L}}\p{{N}}]){regex.escape(cue)}(?![\p{{L}}\p{{N}}])"  # a word, not a part
+        for match in regex.finditer(alone, text):
+            line_end = text.find("\n", match.end())
+            rest = text[match.end() : len(text) if line_end < 0 else line_end]
+            words = [(m.start() + match.end(), m.end() + match.end()) for m in WORD.finditer(rest)]
+            if words and cue in SIGN_OFFS:
+                continue  # "Thanks for the quick turnaround": not a signature
+            if words:
+                found += [(words[0][0], words[n - 1][1]) for n in range(1, min(len(words), CUE_WORDS) + 1)]
+            else:
+                after = [line for line in lines if line[0] > match.end()][:2]
+                found += [after[0], (after[0][0], after[-1][1])] if after else []
+    return found
+
+
 @lru_cache(maxsize=16)
-def quote_spans(text: str, max_length: int, notes: str = "") -> tuple[str, ...]:
-    """Word n-grams within each line (exact slices of the text) and e-mails and phones, unbounded,
-    in the order the bound keeps them: tokens, then spans the notes mention, then short and early
-    (kept for the last few texts: fields of one record differ only in `max_length`)."""
+def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """Every span a quoted field may copy (exact slices of the text), unbounded, in the order the bound
+    keeps them: e-mails and phones; then what the notes mention; then the spans after the field's
+    `cues`, capitalised runs, whole lines and their segments, runs of adjacent lines joined as the
+    text joins them, and last word n-grams within a line, short and early first (kept for the last
+    few texts: fields of one record differ only in `max_length` and cues)."""
     found: dict[str, None] = {}
     for token in (*EMAIL.finditer(text), *PHONE.finditer(text)):
         found[token.group()] = None
     mentioned = Mentions(notes)
-    noted = bool(mentioned)
-    spans: list[tuple[bool, int, int, str]] = []
-    for line in regex.finditer(r"[^\n]+", text):
-        found_words = list(WORD.finditer(line.group()))
-        words = [(m.start() + line.start(), m.end() + line.start()) for m in found_words]
-        folded = [m.group().casefold() for m in found_words]
+    lines = _lines(text)
+    ranked: list[tuple[bool, int, int, int, str]] = []  # (not said, kind, words, start, span)
+
+    def offer(kind: int, start: int, end: int) -> None:
+        if 0 < end - start <= max_length:
+            span = text[start:end]
+            said = bool(mentioned) and span in mentioned
+            ranked.append((not said, kind, 0 if kind < 5 else len(WORD.findall(span)), start, span))
+
+    for start, end in _after_cues(text, cues, lines):
+        offer(0, start, end)
+    for line_start, line_end in lines:
+        line = text[line_start:line_end]
+        words = [(m.start() + line_start, m.end() + line_start) for m in WORD.finditer(line)]
+        for start, end in _capitalised(text, words):
+            offer(1, start, end)
+        offer(2, line_start, line_end)
+        for part in SEGMENT.split(text[line_start:line_end]):
+            if part and part != text[line_start:line_end]:
+                at = text.find(part, line_start, line_end)
+                offer(2, at, at + len(part))
         for n in range(1, MAX_WORDS + 1):
             for i in range(len(words) - n + 1):
-                start, end = words[i][0], words[i + n - 1][1]
-                if end - start <= max_length:
-                    said = noted and mentioned.said(tuple(folded[i : i + n]))
-                    spans.append((not said, n, start, text[start:end]))
-    ordered = [span for *_, span in sorted(spans)]
-    found.update(dict.fromkeys(ordered))
+                offer(5, words[i][0], words[i + n - 1][1])
+    for i in range(len(lines)):
+        for j in range(i + 1, min(i + JOINED_LINES, len(lines))):
+            if text.count("\n", lines[j - 1][1], lines[j][0]) == 1:  # adjacent: no blank line between
+                offer(3, lines[i][0], lines[j][1])
+            else:
+                break
+    found.update(dict.fromkeys(span for *_, span in sorted(ranked)))
     return tuple(found)
 
 

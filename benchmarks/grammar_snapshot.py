@@ -1,0 +1,77 @@
+"""Every gold record's grounded grammar, written to a file, so that a change to the candidates can be
+shown to change nothing it should not (or exactly what it should).
+
+    .venv/bin/python benchmarks/grammar_snapshot.py /tmp/before.json   # on the old code
+    .venv/bin/python benchmarks/grammar_snapshot.py /tmp/after.json    # on the new code
+    .venv/bin/python benchmarks/grammar_snapshot.py --compare /tmp/before.json /tmp/after.json
+
+Each record's grammar is built as `ExtractOptions.formatting_grammar` builds it for the formatting
+pass, three ways: without notes (one-pass modes), with the gold answer's values as the notes (two-pass,
+the model's intent), and once more with the same notes (a second attempt, which must equal the first).
+`--compare` reports, per gold set, how many records have the same grammar, and the first differences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from formwork.schemas.registry import load_schema
+from formwork.tasks.calls import ExtractOptions
+from formwork.tasks.evaluation.gold import load_gold
+
+GOLD = Path(__file__).resolve().parents[1] / "examples" / "gold"
+GROUNDED = ExtractOptions(grounded_decoding=True)
+
+
+def _notes(gold: Any) -> str:
+    return json.dumps(gold, ensure_ascii=False)
+
+
+def snapshot() -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for path in sorted(GOLD.glob("*.jsonl")):
+        schema = load_schema(path.stem.removesuffix("_zh_ja"))
+        for record in load_gold(path, schema):
+            notes = _notes(record.gold)
+            built = [
+                GROUNDED.formatting_grammar(schema, record.text, record.meta, n) for n in ("", notes, notes)
+            ]
+            found[f"{path.stem}/{record.id}"] = built
+    return found
+
+
+def compare(before: dict[str, Any], after: dict[str, Any]) -> int:
+    changed = [key for key in before if before[key] != after.get(key)]
+    unstable = [key for key, built in after.items() if built[1] != built[2]]
+    sets: dict[str, list[int]] = {}
+    for key in before:
+        counts = sets.setdefault(key.split("/")[0], [0, 0])
+        counts[0] += 1
+        counts[1] += key not in changed
+    for name, (total, same) in sets.items():
+        print(f"{name}: {same}/{total} records with the same grammars (no notes, notes, second attempt)")
+    print(f"records whose second attempt differs from the first: {len(unstable)}")
+    for key in changed[:5]:
+        print(f"differs: {key}")
+    return 1 if changed or unstable or set(before) != set(after) else 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("files", nargs="+", type=Path)
+    parser.add_argument("--compare", action="store_true")
+    args = parser.parse_args()
+    if args.compare:
+        before, after = (json.loads(f.read_text()) for f in args.files)
+        sys.exit(compare(before, after))
+    args.files[0].write_text(json.dumps(snapshot(), ensure_ascii=False, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()
