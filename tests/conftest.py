@@ -11,7 +11,12 @@ import pytest
 from formwork.flows.prefect_env import apply_defaults
 
 apply_defaults()
-pytest_plugins = ["tests.vllm_fixture", "tests.postgres_fixture", "tests.llama_server_fixture"]
+pytest_plugins = [
+    "tests.vllm_fixture",
+    "tests.postgres_fixture",
+    "tests.llama_server_fixture",
+    "tests.xllamacpp_fixture",
+]
 
 
 @pytest.fixture(scope="session")

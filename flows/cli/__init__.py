@@ -20,6 +20,7 @@ from rich.table import Table
 from formwork.flows.cli.common import DbOption, Status, database_in_environment, err, fail, out, resolve_db
 from formwork.flows.cli.doctor import doctor
 from formwork.flows.cli.eval import eval_gold
+from formwork.flows.cli.models import models
 from formwork.flows.cli.queue import queue, requeue, retry
 from formwork.flows.cli.review import review
 from formwork.flows.cli.schemas import schemas
@@ -181,3 +182,4 @@ def _print_results(rows: list[dict], run_id: int | None) -> None:
 for command in (schemas, retry, queue, requeue, review, doctor):
     app.command()(command)
 app.command(name="eval")(eval_gold)
+app.add_typer(models, name="models")

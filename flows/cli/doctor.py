@@ -105,18 +105,47 @@ def _database_checks(url: str) -> list[Check]:
     return checks
 
 
+def _model(settings: Settings) -> Check:
+    """Which GGUF the embedded engine loads, its sha256 and whether it is installed. A catalogue model's
+    hash is the catalogue's (the installer verified it); any other file's is computed here."""
+    from formwork.tasks.engines.models import BUNDLED, CATALOGUE, is_installed, model_file
+
+    if settings.local_model_path:
+        path = settings.local_model_path
+        if not path.is_file():
+            return Check("model", "FAIL", f"local_model_path {path} is missing", "set it to a GGUF file")
+        return Check("model", "ok", f"local_model_path {path}: sha256 {_sha256(path)}")
+    name = settings.local_model or BUNDLED.name
+    model = CATALOGUE.get(name)
+    if model is None:
+        return Check("model", "FAIL", f"unknown model {name!r}",
+                     f"set local_model to one of {', '.join(CATALOGUE)} (formwork models)")  # fmt: skip
+    if not is_installed(model):
+        fix = "reinstall Formwork (make install)" if model.bundled else f"run formwork models install {name}"
+        return Check("model", "FAIL", f"{name}: not installed", fix)
+    found = f"{name} ({model.title}), installed at {model_file(model)}; sha256 {model.sha256}"
+    return Check("model", "ok", found)
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
+
+
 def _local_engine(settings: Settings) -> Check:
     """The model file, the two native imports, then a load and a 16-token schema-constrained probe."""
     import json
 
-    from formwork.tasks.engines import open_engines
-    from formwork.tasks.engines.base import Sampling
+    from formwork.tasks.engines import local_model_file, open_engines
+    from formwork.tasks.engines.base import EngineError, Sampling
     from formwork.tasks.engines.http_base import PROBE_SCHEMA
     from formwork.tasks.engines.local import bundled_model_path
 
     try:
-        path = settings.local_model_path or bundled_model_path()
-    except FileNotFoundError as exc:
+        path = local_model_file(settings) or bundled_model_path()
+    except (FileNotFoundError, EngineError) as exc:
         return Check("engine local", "FAIL", "no model file", str(exc))
     if not path.is_file():
         return Check("engine local", "FAIL", f"{path} is missing", "set FORMWORK_LOCAL_MODEL_PATH to a GGUF")
@@ -219,7 +248,8 @@ def diagnose(db: str | None = None) -> list[Check]:
     first, settings = _settings(db)
     checks = [first]
     if settings is not None:
-        engines = {"local": lambda s: [_local_engine(s)], "vllm": _vllm_engines, "openai": _openai_engines}
+        engines = {"local": lambda s: [_model(s), _local_engine(s)], "vllm": _vllm_engines,
+                   "openai": _openai_engines}  # fmt: skip
         checks += _database(settings.db_url) + engines[settings.engine](settings)
         return [*checks, _prefect()]
     return [*checks, _prefect()]

@@ -31,8 +31,9 @@ def open_engines(settings: Settings, schema_body: dict[str, Any] | None = None) 
     """(reasoner, formatter) for these settings; the same engine object when one model does both.
     `schema_body`, the run's schema, says whether its fields hold values to a confidence bound."""
     if settings.engine == "local":
-        path = str(settings.local_model_path) if settings.local_model_path else None
-        engine = _local(path, settings.local_n_ctx, settings.local_threads, settings.local_slots)
+        path = local_model_file(settings)
+        engine = _local(str(path) if path else None, settings.local_n_ctx, settings.local_threads,
+                        settings.local_slots)  # fmt: skip
         return engine, engine
     if settings.engine == "openai":
         return _openai(settings, schema_body)
@@ -67,6 +68,16 @@ def open_engines(settings: Settings, schema_body: dict[str, Any] | None = None) 
         settings.vllm_format_url or settings.vllm_url, settings.vllm_format_model or settings.vllm_model
     )
     return reasoner, formatter
+
+
+def local_model_file(settings: Settings) -> Path | None:
+    """The embedded engine's GGUF: the installed file of `local_model`, else `local_model_path`, else
+    None for the bundled one. An unknown or uninstalled name raises ModelUnavailable (say what to do)."""
+    if settings.local_model:
+        from formwork.tasks.engines.models import installed_path
+
+        return installed_path(settings.local_model)
+    return settings.local_model_path
 
 
 def needs_logprobs(settings: Settings, schema_body: dict[str, Any] | None = None) -> bool:

