@@ -57,7 +57,7 @@ class Conformed:
         found += [("refused", path, None) for path in self.refused]
         return [
             {"path": path, "value": value, "rule": "none", "kind": kind, "spans": [], "quote": "",
-             "score": 0.0, "grounded": True}
+             "score": 0.0, "grounded": kind != "refused"}  # a refused value was not backed
             for kind, path, value in found
         ]  # fmt: skip
 
