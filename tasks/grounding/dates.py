@@ -58,39 +58,38 @@ STEP = {"next": 1, "last": -1}  # "next Monday", "last Friday": read here, not b
 BASES = (datetime(2001, 6, 15, 12), datetime(2011, 2, 10, 12))
 
 
-@cache
-def date_words() -> frozenset[str]:
-    """Month and weekday names and their abbreviations, and the words for yesterday, today and
-    tomorrow, in every language of LANGUAGES, from dateparser's own locale data (lower case; words
-    under three letters, such as "mo" or "sa", are left out: too common to be worth a parse)."""
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+          "october", "november", "december")  # fmt: skip
+
+
+def _names_in_locales(keys: tuple[str, ...]) -> frozenset[str]:
+    """The names under `keys` and the words for yesterday, today and tomorrow, in every language of
+    LANGUAGES, from dateparser's own locale data (lower case; words under three letters, such as "mo"
+    or "sa", are left out: too common to be worth a parse)."""
     from dateparser.languages.loader import default_loader
 
-    keys = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-            "october", "november", "december", "monday", "tuesday", "wednesday", "thursday", "friday",
-            "saturday", "sunday")  # fmt: skip
-    words = set(ENGLISH_RELATIVE)
+    words: set[str] = set()
     for code in LANGUAGES:
         info = default_loader.get_locale(code).info
         days = info.get("relative-type", {})
         for names in [*(info.get(key, []) for key in keys), *(days.get(k, []) for k in RELATIVE_DAYS)]:
             words.update(name.lower().rstrip(".") for name in names if " " not in name)
     return frozenset(word for word in words if len(word) >= 3)
+
+
+@cache
+def date_words() -> frozenset[str]:
+    """Month and weekday names and their abbreviations, and the relative day words, in every language
+    (and English's own relative words)."""
+    return _names_in_locales(MONTHS + WEEKDAYS) | frozenset(ENGLISH_RELATIVE)
 
 
 @cache
 def day_words() -> frozenset[str]:
     """The date words that name a day by themselves: weekdays and the words for yesterday, today and
     tomorrow (not months: "June" is no day), in every language of LANGUAGES."""
-    from dateparser.languages.loader import default_loader
-
-    keys = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-    words = set()
-    for code in LANGUAGES:
-        info = default_loader.get_locale(code).info
-        days = info.get("relative-type", {})
-        for names in [*(info.get(key, []) for key in keys), *(days.get(k, []) for k in RELATIVE_DAYS)]:
-            words.update(name.lower().rstrip(".") for name in names if " " not in name)
-    return frozenset(word for word in words if len(word) >= 3)
+    return _names_in_locales(WEEKDAYS)
 
 
 @cache
