@@ -14,7 +14,6 @@ pinned beside it on a real SQLite database, with outcomes handed in by hand.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -36,6 +35,7 @@ from formwork.tasks.calls import Outcome
 from formwork.tasks.sources import InputRecord
 from formwork.tasks.validate import Verdict
 from tests import vllm_fixture as vf
+from tests.killing import kill_at_first_result
 
 CHAT_LINES = [
     "Anna: we won the finals!!!",
@@ -77,29 +77,6 @@ def _environment(tmp_path: Path, engine: dict[str, str]) -> dict[str, str]:
     )
 
 
-def _kill_after_first_result(command: list[str], env: dict[str, str], db_url: str, log_path: Path) -> None:
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            command, cwd=vf.REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 420
-        while not _stored_results(db_url):
-            if proc.poll() is not None:
-                pytest.fail(f"formwork exited ({proc.returncode}) before the kill:\n{log_path.read_text()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"no result after 420 s:\n{log_path.read_text()}")
-            time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL
-
-
 def _check_killed_then_resumed(tmp_path: Path, db_url: str, engine: dict[str, str]) -> None:
     source = tmp_path / "input.jsonl"
     source.write_text("".join(f'{{"id": "{r["id"]}", "text": "{r["text"]}"}}\n' for r in RECORDS))
@@ -108,7 +85,7 @@ def _check_killed_then_resumed(tmp_path: Path, db_url: str, engine: dict[str, st
     command = [str(formwork), "run", str(source), "--schema", "chat_tag", "--db", db_url]
     command += ["--chunk-size", "100"]  # one chunk holds every record
 
-    _kill_after_first_result(command, env, db_url, tmp_path / "first-run.log")
+    kill_at_first_result(command, env, tmp_path / "first-run.log", lambda: _stored_results(db_url), 420)
     sessions = session_factory(db_url)
     with sessions() as session:
         (first_run,) = session.scalars(select(Run.id)).all()

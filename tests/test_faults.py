@@ -36,6 +36,7 @@ from formwork.flows.batch_extract import batch_extract, source_label
 from formwork.flows.reprocess_failed import reprocess_failed
 from formwork.tasks.settings import Settings
 from tests import vllm_fixture as vf
+from tests.killing import kill_at_first_result
 from tests.misbehaving_server import MisbehavingServer
 
 CHAT_LINES = [
@@ -115,27 +116,7 @@ def test_sigkill_mid_batch_then_resume_loses_and_duplicates_nothing(
     command = [str(formwork), "run", str(source), "--schema", "chat_tag", "--db", f"sqlite:///{db_file}"]
     command += ["--chunk-size", "1"]
 
-    log_path = tmp_path / "first-run.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            command, cwd=vf.REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 300
-        while not _result_record_ids(db_file):
-            if proc.poll() is not None:
-                pytest.fail(f"formwork exited ({proc.returncode}) before the kill:\n{log_path.read_text()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"no result after 300 s:\n{log_path.read_text()}")
-            time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-    assert proc.returncode == -signal.SIGKILL
+    kill_at_first_result(command, env, tmp_path / "first-run.log", lambda: _result_record_ids(db_file), 300)
     done_at_kill = set(_result_record_ids(db_file))
     assert 1 <= len(done_at_kill) < len(RECORDS), f"not killed mid-batch: {len(done_at_kill)} results"
     time.sleep(2.5)  # past the run lease: the killed run is dead, its claims stale

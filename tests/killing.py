@@ -1,0 +1,46 @@
+"""Kill a real `formwork run` the moment it has stored something: the one fault no engine can fake.
+
+Shared by the fault tests (a run killed between chunks) and the durability tests (a run killed inside
+one chunk): both start the CLI in its own process group, wait until the database shows a result,
+SIGKILL the whole group (so an engine core or a server child dies too) and check it really died so.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests import vllm_fixture as vf
+
+
+def kill_at_first_result(
+    command: list[str], env: dict[str, str], log_path: Path, stored: Callable[[], object], limit_s: float
+) -> None:
+    """Run `command`, SIGKILL its process group once `stored()` is truthy; fail if it exits first or
+    stores nothing within `limit_s`."""
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            command, cwd=vf.REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + limit_s
+        while not stored():
+            if proc.poll() is not None:
+                pytest.fail(f"formwork exited ({proc.returncode}) before the kill:\n{log_path.read_text()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"no result after {limit_s:.0f} s:\n{log_path.read_text()}")
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
