@@ -230,9 +230,9 @@ def test_jsonl_and_csv_carry_the_verdict_and_the_detail(stored_run: str) -> None
     table = list(
         csv.reader(io.StringIO(runner.invoke(app, ["results", "--db", stored_run, "-f", "csv"]).stdout))
     )
-    assert table[0][5:7] == ["verdicts", "errors"]
+    assert table[0][5:7] == ["errors", "verdicts"]
     taxi_row = next(r for r in table if r[0] == "taxi")
-    assert "who: dropped (not in the text)" in taxi_row[5] and "does not appear in the text" in taxi_row[6]
+    assert "who: dropped (not in the text)" in taxi_row[6] and "does not appear in the text" in taxi_row[5]
 
 
 def test_review_page_shows_verdicts_and_folds_the_judges_sentences(stored_run: str) -> None:

@@ -157,7 +157,7 @@ def _write_csv(rows: list[dict]) -> None:
     fields = sorted({key for row in rows for key in (row["data"] or {})})
     writer = csv.writer(sys.stdout)
     writer.writerow(
-        ["record", "status", "reasoning_finish", "formatting_finish", "attempts", "verdicts", "errors",
+        ["record", "status", "reasoning_finish", "formatting_finish", "attempts", "errors", "verdicts",
          *fields]
     )  # fmt: skip
     for row in rows:
@@ -165,7 +165,7 @@ def _write_csv(rows: list[dict]) -> None:
         values = [json.dumps(v, ensure_ascii=False) if isinstance(v, list | dict) else v for v in
                   (data.get(f) for f in fields)]  # fmt: skip
         writer.writerow([row["record"], row["status"], row["reasoning_finish"], row["formatting_finish"],
-                         row["attempts"], summary_line(row).replace("\n", "; "), "; ".join(row["errors"]),
+                         row["attempts"], "; ".join(row["errors"]), summary_line(row).replace("\n", "; "),
                          *values])  # fmt: skip
 
 
