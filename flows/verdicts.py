@@ -74,6 +74,7 @@ SENTENCES: list[tuple[str, Kind, str, Hint]] = [
 ROW_SENTENCES: list[tuple[str, str, Hint]] = [
     (r"reasoning pass stopped at (?P<why>\w+)", "reasoning pass stopped at {why}", "reasoning_tokens"),
     (r"formatting pass stopped at (?P<why>\w+)", "formatting pass stopped at {why}", "format_tokens"),
+    (r"no JSON came back .*finish=(?P<why>\w+)", "no JSON came back (finish {why})", "format_tokens"),
     (r"no JSON came back", "no JSON came back", "format_tokens"),
     (r"(?:note: )?the text was cut to (?P<n>\d+)", "text cut to {n} characters to fit", ""),
     (r"no value at all", "no value at all", "text"),

@@ -73,7 +73,8 @@ def test_each_field_sentence_reads_as_a_few_words(sentence: str, path: str, kind
     [
         ("reasoning pass stopped at length after 384 tokens", "reasoning pass stopped at length"),
         ("formatting pass stopped at length after 90 tokens", "formatting pass stopped at length"),
-        ("no JSON came back (Expecting value at character 0; finish=stop)", "no JSON came back"),
+        ("no JSON came back (Expecting value; finish=length)", "no JSON came back (finish length)"),
+        ("no JSON came back", "no JSON came back"),
         ("note: the text was cut to 3000 characters to fit", "text cut to 3000 characters to fit"),
         ("the text was cut to 300 characters to fit the context", "text cut to 300 characters to fit"),
         ("no value at all: every field is null, which is not an answer unless the schema's root says "
@@ -224,7 +225,12 @@ def test_jsonl_and_csv_carry_the_verdict_and_the_detail(stored_run: str) -> None
     assert who["detail"] in taxi["errors"] and "does not appear in the text" in who["detail"]
     blank = next(json.loads(line) for line in lines if json.loads(line)["record"] == "blank")
     assert blank["verdicts"] == [
-        {"path": None, "verdict": "refused", "why": "no JSON came back", "detail": blank["errors"][0]}
+        {
+            "path": None,
+            "verdict": "refused",
+            "why": "no JSON came back (finish length)",
+            "detail": blank["errors"][0],
+        }
     ]
 
     table = list(
