@@ -1,11 +1,12 @@
 """The review page: one self-contained HTML file to check a run at a glance.
 
 Each record's text is shown with every value's evidence span highlighted in its field's colour, the JSON
-beside it, the status, the errors, both finish reasons, each value's evidence (kind, score, confidence)
-and the reasoning notes folded away; a value the model left absent, or that took the schema's default,
-is marked so. Filters by status and by field work by rewriting one <style> element, so the page costs
-no per-record JavaScript and stays usable with thousands of records. All text is escaped; nothing is
-fetched from the network (cf. langextract's visualization.py).
+beside it, the status, each field's verdict in a few words (flows/verdicts.py; the judge's own
+sentences folded away), what to do next about the run, both finish reasons, each value's evidence (kind,
+score, confidence) and the reasoning notes folded away; a value the model left absent, or that took the
+schema's default, is marked so. Filters by status and by field work by rewriting one <style> element, so
+the page costs no per-record JavaScript and stays usable with thousands of records. All text is escaped;
+nothing is fetched from the network (cf. langextract's visualization.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from formwork.db.models import ModelCall, Record, Result
+from formwork.flows.verdicts import next_step, summary_line
 
 STATUSES = ("ok", "partial", "failed")
 INDEX = re.compile(r"\[\d+\]")
@@ -40,6 +42,11 @@ class ReviewItem:
     formatting_finish: str | None
     evidence: list[dict[str, Any]] = field(default_factory=list)
     notes: str = ""
+
+    def row(self) -> dict[str, Any]:
+        """The fields flows.verdicts reads, as `db.queries.result_rows` gives them."""
+        return {"status": self.status, "errors": self.errors, "nulled": self.nulled,
+                "evidence": self.evidence}  # fmt: skip
 
 
 def load_review(session: Session, run_id: int | None, statuses: list[str] | None = None) -> list[ReviewItem]:
@@ -135,7 +142,10 @@ def _record(item: ReviewItem, colour_of: dict[str, int]) -> str:
     failing = {colour_of[field_name(r["path"])] for r in item.evidence if not r.get("grounded")}
     failing |= {colour_of[name] for name in item.nulled if name in colour_of}
     classes = " ".join(["rec", *(f"h{c}" for c in sorted(present)), *(f"b{c}" for c in sorted(failing))])
+    verdicts = "".join(f"<li>{html.escape(line)}</li>" for line in summary_line(item.row()).splitlines())
     errors = "".join(f"<li>{html.escape(e)}</li>" for e in item.errors)
+    if errors:
+        errors = f"<details class=errors><summary>the judge's sentences</summary><ul>{errors}</ul></details>"
     return (
         f'<section class="{classes}" data-status="{html.escape(item.status)}">'
         f'<header><span class="st {html.escape(item.status)}">{html.escape(item.status)}</span> '
@@ -143,7 +153,7 @@ def _record(item: ReviewItem, colour_of: dict[str, int]) -> str:
         f", formatting {html.escape(str(item.formatting_finish))}</small></header>"
         f'<div class="cols"><div class="text">{_highlighted(item.text, item.evidence, colour_of)}</div>'
         f'<div class="json">{_json_pane(item, colour_of)}{_evidence_list(item)}</div></div>'
-        f"{f'<ul class=errors>{errors}</ul>' if errors else ''}"
+        f'<ul class="verdicts">{verdicts}</ul>{errors}'
         f"<details><summary>reasoning notes</summary><pre>{html.escape(item.notes)}</pre></details>"
         "</section>"
     )
@@ -160,7 +170,8 @@ body{font:14px/1.45 system-ui,sans-serif;margin:0;background:#fafafa;color:#222}
 mark{border-radius:2px;padding:0 1px}
 .st{padding:1px 6px;border-radius:4px;color:#fff}.st.ok{background:#2e7d32}.st.partial{background:#ed8b00}
 .st.failed{background:#c62828}.bad{color:#c62828}.ev{margin:6px 0;padding-left:16px}.ev .ok{color:#2e7d32}
-.errors{color:#c62828;margin:4px 0}.def{color:#666}pre{white-space:pre-wrap;background:#f4f4f4;padding:6px}
+.errors{color:#c62828;margin:4px 0}.verdicts{margin:4px 0}#next{margin-top:4px}
+.def{color:#666}pre{white-space:pre-wrap;background:#f4f4f4;padding:6px}
 """
 
 SCRIPT = """
@@ -193,11 +204,12 @@ def render_review(items: list[ReviewItem], title: str) -> str:
         for s in STATUSES
     )
     options = "".join(f'<option value="{i}">{html.escape(n)}</option>' for n, i in colour_of.items())
+    advice = f'<div id="next">{html.escape(next_step([item.row() for item in items]))}</div>'
     bar = (
         f'<div id="bar"><b>{html.escape(title)}</b> · {len(items)} records · {boxes} · field '
         f'<select id="field"><option value="">all</option>{options}</select> '
         '<select id="mode"><option value="h">has a value</option>'
-        '<option value="b">ungrounded or nulled</option></select></div>'
+        f'<option value="b">ungrounded or nulled</option></select>{advice}</div>'
     )
     body = "".join(_record(item, colour_of) for item in items)
     return (

@@ -138,13 +138,14 @@ def results(
     """Show stored results: a table to read, or JSONL/CSV for the next program."""
     from formwork.db.queries import latest_run_id, result_rows
     from formwork.db.session import reader_factory
+    from formwork.flows.verdicts import verdict_rows
 
     with reader_factory(resolve_db(db))() as session:
         run_id = run if run is not None else latest_run_id(session)
         rows = result_rows(session, run_id, status.value if status else None)
     if format is Format.jsonl:
         for row in rows:
-            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+            sys.stdout.write(json.dumps(row | {"verdicts": verdict_rows(row)}, ensure_ascii=False) + "\n")
     elif format is Format.csv:
         _write_csv(rows)
     else:
@@ -152,31 +153,40 @@ def results(
 
 
 def _write_csv(rows: list[dict]) -> None:
+    from formwork.flows.verdicts import summary_line
+
     fields = sorted({key for row in rows for key in (row["data"] or {})})
     writer = csv.writer(sys.stdout)
     writer.writerow(
-        ["record", "status", "reasoning_finish", "formatting_finish", "attempts", "errors", *fields]
-    )
+        ["record", "status", "reasoning_finish", "formatting_finish", "attempts", "errors", "verdicts",
+         *fields]
+    )  # fmt: skip
     for row in rows:
         data = row["data"] or {}
         values = [json.dumps(v, ensure_ascii=False) if isinstance(v, list | dict) else v for v in
                   (data.get(f) for f in fields)]  # fmt: skip
         writer.writerow([row["record"], row["status"], row["reasoning_finish"], row["formatting_finish"],
-                         row["attempts"], "; ".join(row["errors"]), *values])  # fmt: skip
+                         row["attempts"], "; ".join(row["errors"]), summary_line(row).replace("\n", "; "),
+                         *values])  # fmt: skip
 
 
 def _print_results(rows: list[dict], run_id: int | None) -> None:
+    """A table for a person: each record's data and, per field, kept, dropped or refused and why in a few
+    words (the judge's full sentences are in `--format jsonl`); then what to do next."""
+    from rich.markup import escape
+
+    from formwork.flows.verdicts import next_step, summary_line
+
     table = Table(title=f"results of run {run_id}" if run_id else "results")
-    for column in ("record", "status", "finish", "data / errors"):
+    for column in ("record", "status", "data", "fields"):
         table.add_column(column, overflow="fold")
     colours = {"ok": "green", "partial": "yellow", "failed": "red"}
     for row in rows:
-        detail = json.dumps(row["data"], ensure_ascii=False) if row["data"] else ""
-        if row["errors"]:
-            detail += ("\n" if detail else "") + "; ".join(row["errors"])
-        finish = f"{row['reasoning_finish'] or '-'} / {row['formatting_finish'] or '-'}"
-        table.add_row(row["record"], f"[{colours[row['status']]}]{row['status']}[/]", finish, detail)
+        data = json.dumps(row["data"], ensure_ascii=False) if row["data"] else ""
+        status = f"[{colours[row['status']]}]{row['status']}[/]"
+        table.add_row(escape(row["record"]), status, escape(data), escape(summary_line(row)))
     out.print(table)
+    out.print(escape(next_step(rows)), highlight=False)
 
 
 for command in (schemas, retry, queue, requeue, review, doctor):
