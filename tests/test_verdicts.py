@@ -120,8 +120,9 @@ def test_the_judges_own_sentences_become_verdicts() -> None:
     category = {v.path: v for v in field_verdicts(row_of(uncalibrated))[0]}["category"]
     assert (category.kind, category.words) == ("dropped", "no calibration for this choice")
 
-    unweighed = judged(GOOD, SOURCE, min_confidence=0.9)
-    assert {v.words for v in field_verdicts(row_of(unweighed))[0] if v.kind != "kept"} == {"no probability"}
+    unweighed = judged(GOOD, SOURCE, min_confidence=0.9)  # the null project cannot be weighed either
+    unsure = {v.words for v in field_verdicts(row_of(unweighed))[0] if v.kind != "kept"}
+    assert unsure == {"no probability", "null, no probability"}
 
 
 def test_a_value_below_its_bound_shows_its_probability_and_bound() -> None:
