@@ -70,6 +70,7 @@ def extract_record(
     try:
         fitted = fit_source(text, schema, (reasoner, formatter), reasoning_budget, format_budget_now)
         text, cap, cut = fitted.text, fitted.reasoning_cap or BUDGET_CAP, fitted.cut
+        earlier: frozenset[str] = frozenset()  # paths held to their bounds so far
         for attempt in range(1, options.max_attempts + 1):
             outcome.attempts = attempt
             if redo_reasoning:
@@ -87,7 +88,10 @@ def extract_record(
                 preset(options.preset, format_budget_now), allow_chat=options.allow_chat_in_constrained
             )
             shaped = call(formatter, "formatting", messages, shaping, grammar)
-            verdict = judge(schema, text, notes, shaped, meta=meta, **options.judging())
+            verdict = judge(
+                schema, text, notes, shaped, meta=meta, earlier=earlier, **options.judging()
+            )
+            earlier |= verdict.held()  # held once, held in every later attempt
             outcome.calls[-1].judged = verdict.judged()
             if better(verdict, outcome.verdict):
                 outcome.verdict = verdict

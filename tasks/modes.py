@@ -116,6 +116,7 @@ def extract_single_pass(
         constraint = None if mode == "prompt-json" else options.formatting_grammar(schema, text, meta)
         if mode == "one-pass-reasoning" and constraint is not None:
             constraint = with_reasoning_field(constraint)
+        earlier: frozenset[str] = frozenset()  # paths held to their bounds so far
         for attempt in range(1, options.max_attempts + 1):
             outcome.attempts = attempt
             chosen = replace(base, max_tokens=budget, seed=attempt if base.temperature > 0 else base.seed)
@@ -124,7 +125,10 @@ def extract_single_pass(
             done = call(engine, "formatting", messages, chosen, constraint)
             answer, step = _as_answer(done, mode)
             outcome.calls[-1].parse_step = step
-            verdict = judge(schema, text, no_reasoning, answer, meta=meta, **options.judging())
+            verdict = judge(
+                schema, text, no_reasoning, answer, meta=meta, earlier=earlier, **options.judging()
+            )
+            earlier |= verdict.held()  # held once, held in every later attempt
             outcome.calls[-1].judged = verdict.judged()
             if better(verdict, outcome.verdict):
                 outcome.verdict, outcome.formatting_finish = verdict, done.finish_reason

@@ -28,7 +28,7 @@ from formwork.schemas.paths import Path, null_target, path_text, semantic_errors
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.grounding.anchors import unlikely_reference
-from formwork.tasks.grounding.bounds import HELD, Bounds, Held, held_nulls, held_values
+from formwork.tasks.grounding.bounds import HELD, Bounds, Held, held_again, held_nulls, held_values
 from formwork.tasks.grounding.confidence import field_confidences, value_paths
 from formwork.tasks.grounding.copies import copies
 from formwork.tasks.grounding.evidence import Evidence, ground
@@ -56,6 +56,10 @@ class Verdict:
         of them has one (no logprobs, or nothing kept)."""
         found = [v["confidence"] for v in self.values if v["verdict"] in KEPT and v["confidence"] is not None]
         return min(found) if found else None
+
+    def held(self) -> frozenset[str]:
+        """The paths this attempt held to their bounds (a value below it, an unsure null)."""
+        return frozenset(v["path"] for v in self.values if v["verdict"] in ("below bound", "unsure null"))
 
     def judged(self) -> dict[str, Any]:
         """What the judge decided about one formatting attempt, as `model_calls.judged` stores it."""
@@ -164,6 +168,7 @@ def _prewritten(proof: Evidence, key: str) -> str:
 def _evidence_errors(
     schema: Schema, data: dict[str, Any], source: str, formatting: Completion, meta: dict[str, Any] | None,
     bounds: Bounds, failing: set[Path], reference_field: str = "reference_date",
+    earlier: frozenset[str] = frozenset(),
 ) -> tuple[list[Evidence], list[tuple[Path, str]], list[Held], dict[str, float]]:  # fmt: skip
     """Ground every value in the source and weigh every value's (and null's) probability: the values the
     text does not back (field errors, which a retry may fix), those held to their bounds (never
@@ -207,6 +212,8 @@ def _evidence_errors(
         ),
         *held_nulls(body, data, nulls, bounds, model, lambda t: fresh(parse_path(t))),
     ]
+    already = {h.path for h in held}
+    held += held_again(body, data, earlier, already, values.get, lambda t: fresh(parse_path(t)))
     return evidence, errors, held, nulls
 
 
@@ -220,6 +227,7 @@ def judge(
     min_confidence: float = 0.0,
     choice_confidence: float | None = None,
     reference_field: str = "reference_date",
+    earlier: frozenset[str] = frozenset(),
 ) -> Verdict:
     """Decide the status of one record from both passes' completions.
 
@@ -227,7 +235,8 @@ def judge(
     `reference_date` for relative dates; `min_confidence` is the run's bound for every value's
     probability and `choice_confidence`, if given, the one for enum and boolean values (a field's
     `x-min-confidence` overrides both; 0 is off, above 1 never passes); `reference_field` names the meta
-    field that holds the reference date (else a date the text states as its own is used).
+    field that holds the reference date (else a date the text states as its own is used); `earlier`
+    holds the paths an earlier attempt of this record held to their bounds: they stay held (`held_again`).
     """
     try:
         data = json.loads(formatting.text)
@@ -242,7 +251,7 @@ def judge(
         failing = {path for path, _ in field_errors}
         bounds = (min_confidence, choice_confidence)
         evidence, errors, held, nulls = _evidence_errors(
-            schema, data, source, formatting, meta, bounds, failing, reference_field
+            schema, data, source, formatting, meta, bounds, failing, reference_field, earlier
         )
         field_errors += errors
     rows = [e.as_row() for e in evidence]

@@ -135,6 +135,23 @@ def test_a_below_bound_value_is_not_in_the_feedback_of_a_retry_another_error_ask
     assert "category" not in formatter.prompts[1].split("Zed")[-1] and "0.55" not in formatter.prompts[1]
 
 
+def test_a_retry_another_error_asked_for_cannot_pass_a_value_held_before() -> None:
+    """The issue's case: "meals" below its bound and "Zed" not in the text; the retry fixes the name and
+    writes "entertainment" sure. A second answer tested again is a selection after a failed test: the
+    category stays held, whatever its new probability, and the stored row never says "entertainment"."""
+    formatter = Scripted(
+        answer(who=("Zed", 0.99), amount=(42.8, 0.99), category=("meals", 0.55)),
+        answer(who=("Maria", 0.99), amount=(42.8, 0.99), category=("entertainment", 0.99)),
+    )
+    outcome = extract_record(1, TEXT, SCHEMA, NOTES, formatter, ExtractOptions(**BOUNDS))
+    assert len(formatter.prompts) == 2
+    assert outcome.verdict.status == "partial" and outcome.verdict.data["category"] is None
+    assert outcome.verdict.data["who"] == "Maria"
+    assert any("stands where an earlier attempt was below its bound" in e for e in outcome.verdict.errors)
+    second = outcome.calls[-1].judged
+    assert {v["path"]: v["verdict"] for v in second["values"]}["category"] == "below bound"
+
+
 def test_sampling_in_a_single_pass_mode_never_redraws_a_value_below_its_bound() -> None:
     formatter = Scripted(
         answer(who=("Maria", 0.99), amount=(42.8, 0.99), category=("meals", 0.55)),

@@ -37,6 +37,10 @@ runner = CliRunner()
          "supports", "who", "dropped", "p 0.80 < 0.99"),
         ('who "Tom" is below its bound (probability 0.80, below 0.99); held to its bound, not retried',
          "who", "dropped", "p 0.80 < 0.99"),
+        ('category "entertainment" stands where an earlier attempt was below its bound; held to its bound, '
+         "not retried", "category", "dropped", "held from an earlier attempt"),
+        ("category null stands where an earlier attempt was below its bound, so it does not show the text "
+         "has none; held to its bound, not retried", "category", "unsure", "null, held from before"),
         ('category "meals" is a choice no calibration covers for this schema and model (run formwork eval '
          "--calibrate); choose the value the text supports", "category", "dropped",
          "no calibration for this choice"),

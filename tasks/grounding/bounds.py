@@ -81,3 +81,24 @@ def held_nulls(
         elif confidences[text] < least:
             yield Held(text, f"{text} null is unsure (probability {confidences[text]:.2f}, below "
                              f"{least:.2f}): the text may hold a value" + HELD, null=True)  # fmt: skip
+
+
+def held_again(
+    body: dict[str, Any], data: Any, earlier: frozenset[str], held: set[str], shown: Callable[[str], Any],
+    fresh: Callable[[str], bool],
+) -> list[Held]:  # fmt: skip
+    """What stands where an earlier attempt of the record was held to its bound: held again, whatever its
+    probability now. A retry for another error draws these fields anew, and keeping a second answer that
+    passes would be a selection after a failed test, which no calibration measured (issue 26)."""
+    nulls = {path for path, _ in null_paths(body, data)}
+    found = []
+    for path in sorted(earlier - held):
+        if not fresh(path):
+            continue
+        if path in nulls:
+            found.append(Held(path, f"{path} null stands where an earlier attempt was below its bound, so it "
+                                    "does not show the text has none" + HELD, null=True))  # fmt: skip
+        elif (value := shown(path)) is not None:
+            found.append(Held(path, f"{path} {json.dumps(value, ensure_ascii=False)} stands where an earlier "
+                                    "attempt was below its bound" + HELD))  # fmt: skip
+    return found
