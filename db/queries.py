@@ -107,6 +107,9 @@ def result_rows(
     """Flat rows: record key, status, finish reasons, errors, the extracted fields and their evidence.
 
     With `run_id`: what that run produced (its history rows); without: every record's current result.
+    In the input's order (records are stored as read), not the order records finished: each record is
+    stored as soon as it is done, so an empty text that fails at once is written before the ones that
+    reached the model.
     """
     if run_id is not None:
         query = (
@@ -117,14 +120,14 @@ def result_rows(
         )
         if status is not None:
             query = query.where(RunResult.status == status)
-        query = query.order_by(RunResult.id)
+        query = query.order_by(Record.id, RunResult.id)
     else:
         query = select(Result, Record.key, Record.source, Result.schema_name, Result.schema_version).join(
             Record, Record.id == Result.record_id
         )
         if status is not None:
             query = query.where(Result.status == status)
-        query = query.order_by(Result.id)
+        query = query.order_by(Record.id, Result.id)
     rows = []
     for result, key, source, schema_name, schema_version in session.execute(query).all():
         rows.append(
