@@ -1,13 +1,16 @@
-"""A guard on the framework's own CPU per record (issue 31): the budget is 5 ms a record with grounded
-decoding on (BENCHMARKS section 7), not met yet: the speed work alone measured under 10 ms here, and
-the merged round (the language reader, nulls weighed, the judged values kept per attempt) measured
-13.3 ms, so the guard stands at three times the budget until issue 31 brings it down; past that a
-regression cannot come back silently. A latency-model engine stands in for a GPU server (the
-benchmark's instrument: every call waits, then answers fixed, grounded JSON) behind the real record
-path, 64 records in flight on threads as a chunk runs them: both passes' prompts, the record's grounded grammar, the judge. Prefect
-and the store are left to the benchmark (benchmarks/latency_model.py), whose ephemeral server alone
-takes minutes to start on a loaded machine. CPU time, not wall time, is measured, over the calls
-only, so a busy machine slows the run but does not fail it."""
+"""A guard on the framework's own CPU per record (issue 31).
+
+The budget is 5 ms a record with grounded decoding on (BENCHMARKS section 7), not met yet: the speed
+work alone measured under 10 ms here, and the merged round (the language reader, nulls weighed, the
+judged values kept per attempt) measured 13.3 ms, so the guard stands at three times the budget
+until issue 31 brings it down; past that a regression cannot come back silently.
+
+A latency-model engine stands in for a GPU server (the benchmark's instrument: every call waits,
+then answers fixed, grounded JSON) behind the real record path, 64 records in flight on threads as a
+chunk runs them: both passes' prompts, the record's grounded grammar, the judge. Prefect and the
+store are left to the benchmark (benchmarks/latency_model.py), whose ephemeral server alone takes
+minutes to start on a loaded machine. CPU time, not wall time, is measured, over the calls only, so
+a busy machine slows the run but does not fail it."""
 
 from __future__ import annotations
 
