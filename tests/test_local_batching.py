@@ -118,11 +118,13 @@ def _pick(local_engine, enum: list[str]) -> tuple[str, float, object]:
     return data["shop"], field_confidences(body, data, done)["shop"], done
 
 
-def test_a_multi_token_value_multiplies_its_decisive_steps_and_forced_tokens_count_one(local_engine) -> None:
-    """On the real model: one allowed value of several tokens is certain (every token forced, p = 1);
+def test_a_multi_token_value_is_the_product_of_its_costly_steps_and_never_above_one(local_engine) -> None:
+    """On the real model: one allowed value of several tokens gets a lower bound, never more than 1 (the
+    spelling credit counts only spellings that reach the value's end, tasks/engines/spelling.py, so a
+    shorter first token is not credited even where only one value is allowed: conservative, issue 26);
     among values that share a prefix, the shared tokens are forced and only the divergence costs."""
     only, certain, done = _pick(local_engine, SHOPS[:1])
-    assert only == SHOPS[0] and certain == pytest.approx(1.0, abs=1e-6)
+    assert only == SHOPS[0] and 0.0 < certain <= 1.0
     assert sum(1 for piece, _ in done.token_logprobs if piece.strip()) > 3  # it took several tokens
     chosen, p, done = _pick(local_engine, SHOPS)
     assert chosen in SHOPS and 0.0 < p < 1.0
@@ -133,6 +135,6 @@ def test_a_multi_token_value_multiplies_its_decisive_steps_and_forced_tokens_cou
             steps.append((position, logprob))
         position += len(piece)
     decisive = [lp for _, lp in steps if lp < -1e-6]
-    assert 1 <= len(decisive) < len(steps)  # "Blackwood Hardware" is written by forced tokens
+    assert 1 <= len(decisive) <= len(steps)  # every step that costs is in the product, no other
     assert p == pytest.approx(math.exp(sum(decisive)), rel=1e-6)
     assert text.count(chosen) == 1
