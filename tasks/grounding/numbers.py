@@ -27,8 +27,11 @@ LOOSE = re.compile(r"[ \u2009]")  # a separator that may also stand between two 
 TIME = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?![\d:])")  # 12:30, 08:15:00
 # Identifier shapes whose digit groups are no amount: an IBAN, a phone number (a leading + or 0, or an
 # area code in brackets, and seven digits or more), a code of parts joined by - / _ # ("2024-0042").
+# A phone never starts inside a grouped amount: the "000 000" of "1 000 000.00" is its thousands.
 IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,}(?: ?[A-Z0-9]{1,4})?\b")
-PHONE = re.compile(r"(?<![\w.,])(?:\+|\(?0|\(\d{2,5}\) ?)\d[\d ()./-]{5,}\d(?![\w])")
+PHONE = re.compile(
+    r"(?<![\w.,])(?<!\d[ \u2009\u00a0\u202f'])(?:\+|\(?0|\(\d{2,5}\) ?)\d[\d ()./-]{5,}\d(?![\w])"
+)
 CODE = re.compile(r"(?<![\w.,])[A-Za-z0-9]+(?:[-/_#][A-Za-z0-9]+)+(?![\w])")
 PLAIN = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # ASCII only: full-width "１２" is normalised
 
