@@ -16,8 +16,11 @@ of some other value's rest and weighs no more than the least listed token; a tok
 (llama-cpp-python keys its top list by text, so a later token of the same text, such as a part of a
 UTF-8 character, overwrites an earlier one's value in place, out of order) counts at its shown value
 where it spells what was written and at the last value in order before it where it competes. So each
-step's probability is a lower bound on the masked one's, and the same spellings of the written
-characters count as `engines.spelling` counts them for the embedded engine. A step gets no probability
+step's probability is a lower bound on the masked one's. A token that spells the written characters
+counts for the written value only where no rival value goes on from it (`"B` may lead to `"Brown"`
+as well as to `"Blackwood"`): the list says where each token may lead, so this is exact, where the
+embedded engine's `engines.spelling`, which sees no list, counts only tokens that write through the
+point where the value is decided. A step gets no probability
 (NaN: the value has no confidence, and a bound on it fails closed) when:
 - it writes part of a value that is not enumerable (a free string, a number);
 - the unlisted tokens could lower it by more than SLACK (ask the server for more top_logprobs);
@@ -97,6 +100,17 @@ class _Slots:
                 count += sum(ahead[:n] not in listed for n in range(1, len(ahead) + 1))
         return count
 
+    def leads_elsewhere(self, token: str, at: int, touched: list[int]) -> bool:
+        """True when `token`, though it spells the text's next characters, may also go on to write a
+        rival value (`"B` of `"Blackwood"` beside `"Brown"`): its mass is then no evidence for the
+        written value, only part of the allowed mass."""
+        for k in touched:
+            start, end = self.spans[k][:2]
+            rivals = [o for o in self.open_values(k, at) if o != self.text[start:end]]
+            if any(self.fits(token, at, want=(k, rival)) for rival in rivals):
+                return True
+        return False
+
     def fits(self, token: str, at: int, want: tuple[int, str] | None = None, open_end: bool = True) -> bool:
         """`token` writes a prefix of some continuation of the text from `at` (with value k written as
         `want[1]` when `want` is given)."""
@@ -138,7 +152,7 @@ def _step(slots: _Slots, at: int, chosen: str, logprob: float, tops: tuple[tuple
             ceiling = lp
         if token == chosen or not token or not slots.fits(token, at):
             continue
-        if written.startswith(token):
+        if written.startswith(token) and not slots.leads_elsewhere(token, at, touched):
             same += math.exp(lp)
         else:
             rivals += math.exp(ceiling if collided else lp)
