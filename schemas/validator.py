@@ -35,7 +35,8 @@ Keyword = Callable[[Validator, Any, Any, dict[str, Any]], Iterator[ValidationErr
 
 
 def _matches(pattern: str, text: str) -> bool:
-    return regex.search(pattern, text) is not None  # `regex` caches compiled patterns, as `re` does
+    # `regex` caches compiled patterns, as `re` does; concurrent=False: see tasks/grounding/spans.py
+    return regex.search(pattern, text, concurrent=False) is not None
 
 
 def _is_regex(instance: object) -> bool:

@@ -1,20 +1,26 @@
-"""A guard on the framework's own CPU per record (issue 31).
+"""A guard on the framework's own CPU per record (issue 31), as a ratio measured in one run.
 
-The budget is 5 ms a record with grounded decoding on (BENCHMARKS section 7), not met yet: the speed
-work alone measured under 10 ms here, and the merged round (the language reader, nulls weighed, the
-judged values kept per attempt) measured 13.3 ms, so the guard stands at three times the budget
-until issue 31 brings it down; past that a regression cannot come back silently.
+The budget is 5 ms a record with grounded decoding on (BENCHMARKS section 7); the guard fails past
+twice that, so a regression cannot come back silently. Measured here: 3.0 ms a record (1.8 times
+the reference) at 64 in flight, where the last round measured 13 to 22 ms: the `regex` module let go
+of the interpreter lock for every short match, and the records in flight queued for it.
 
 A latency-model engine stands in for a GPU server (the benchmark's instrument: every call waits,
 then answers fixed, grounded JSON) behind the real record path, 64 records in flight on threads as a
 chunk runs them: both passes' prompts, the record's grounded grammar, the judge. Prefect and the
-store are left to the benchmark (benchmarks/latency_model.py), whose ephemeral server alone takes
-minutes to start on a loaded machine. CPU time, not wall time, is measured, over the calls only, so
-a busy machine slows the run but does not fail it."""
+store are left to the benchmark (benchmarks/latency_model.py).
+
+What is measured is each record's own thread's CPU time (`time.thread_time`), not the process's: in
+CI the process also holds the session's other threads (the embedded model, Prefect's workers), which
+the process clock counts too (it read 71 ms a record there). And it is compared with a fixed
+pure-Python reference timed on the same threads in the same run, so a slower machine moves both:
+the budget is written in reference units, 5 ms over the reference's time on the machine it was set on.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +32,8 @@ from formwork.tasks.engines.base import Completion
 from formwork.tasks.extract import extract_safely
 
 BUDGET_MS = 5.0
-GUARD = 3  # times the budget; see the docstring
+REFERENCE_MS = 1.0  # the reference's CPU per call on the machine the budget was set on (2 cores, idle)
+GUARD = 2  # times the budget
 TEXT = "Taxi to the airport, 20 EUR, Tom, 2024-03-03"
 ANSWER = {"who": "Tom", "date": "2024-03-03", "amount": 20, "currency": "EUR", "category": "transport",
           "project": None}  # fmt: skip
@@ -34,40 +41,58 @@ RECORDS = 400
 
 
 class LatencyModel:
-    """Waits `latency` seconds per call and answers fixed text; notes the process CPU at the first and
-    the last call, and the schemas it was sent."""
+    """Waits `latency` seconds per call and answers fixed text; counts the grounded schemas it was sent."""
 
     model = "latency-model"
 
     def __init__(self, latency: float, in_flight: int) -> None:
         self.latency, self.max_concurrency = latency, in_flight
         self.lock = threading.Lock()
-        self.first_cpu: float | None = None
-        self.last_cpu = 0.0
         self.grounded = 0
 
     def complete(self, messages: list, sampling: Any, schema: Any = None) -> Completion:
-        with self.lock:
-            self.first_cpu = self.first_cpu if self.first_cpu is not None else time.process_time()
         time.sleep(self.latency)
         with self.lock:
-            self.last_cpu = time.process_time()
             self.grounded += schema is not None and "enum" in schema["properties"]["who"]
         text = json.dumps(ANSWER) if schema is not None else "Tom paid 20 EUR for a taxi on 2024-03-03."
         return Completion(text, "stop", 40, 20, self.latency, self.model)
 
 
-def test_the_framework_cpu_per_record_stays_within_three_times_the_budget() -> None:
+def reference(schema: dict[str, Any]) -> None:
+    """A fixed pure-Python workload of the framework's kind (JSON, regular expressions, dicts)."""
+    for _ in range(10):
+        copy = json.loads(json.dumps(schema))
+        words = re.findall(r"\w+", json.dumps(copy) + TEXT)
+        sorted({word.lower(): len(word) for word in words}.items())
+
+
+def thread_cpu_ms(work: Any) -> float:
+    """The CPU milliseconds `work()` takes on the calling thread (other threads' work not counted)."""
+    start = time.thread_time()
+    work()
+    return 1000 * (time.thread_time() - start)
+
+
+def test_the_framework_cpu_per_record_stays_within_twice_the_budget() -> None:
     schema, options = load_schema("expense"), ExtractOptions(grounded_decoding=True, max_attempts=1)
     engine = LatencyModel(latency=0.05, in_flight=64)
+    statuses: list[str] = []
 
-    def one(i: int) -> str:
-        outcome = extract_safely(i, f"{TEXT} #{i}", schema, (engine, engine), options)
-        return outcome.verdict.status
+    def one(i: int) -> tuple[float, float]:
+        def record() -> None:
+            statuses.append(
+                extract_safely(i, f"{TEXT} #{i}", schema, (engine, engine), options).verdict.status
+            )
+
+        return thread_cpu_ms(record), thread_cpu_ms(lambda: reference(schema.body))
 
     with ThreadPoolExecutor(engine.max_concurrency) as pool:
-        statuses = list(pool.map(one, range(RECORDS)))
+        timed = list(pool.map(one, range(RECORDS)))
     assert statuses == ["ok"] * RECORDS  # the answer is grounded: every record earns ok
-    assert engine.grounded == RECORDS and engine.first_cpu is not None  # each record had its own grammar
-    per_record_ms = 1000 * (engine.last_cpu - engine.first_cpu) / RECORDS
-    assert per_record_ms <= GUARD * BUDGET_MS, f"framework CPU {per_record_ms:.1f} ms a record (budget 5)"
+    assert engine.grounded == RECORDS  # each record had its own grammar
+    per_record, per_reference = (sorted(column)[RECORDS // 2] for column in zip(*timed, strict=True))
+    in_budget_units = per_record / per_reference * REFERENCE_MS
+    assert in_budget_units <= GUARD * BUDGET_MS, (
+        f"framework CPU {per_record:.1f} ms a record, {per_record / per_reference:.1f} references"
+        f" (budget {BUDGET_MS / REFERENCE_MS:.1f} references)"
+    )

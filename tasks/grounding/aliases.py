@@ -50,7 +50,7 @@ def written_labels(node: dict[str, Any], text: str) -> dict[Any, Spans]:
         (m.start(), m.end(), label)
         for label, ts in terms.items()
         for t in ts
-        for m in _pattern(t).finditer(text)
+        for m in _pattern(t).finditer(text, concurrent=False)
     ]
     kept: dict[Any, list[tuple[int, int]]] = {}
     for start, end, label in found:

@@ -18,6 +18,7 @@ from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 
 from formwork.tasks.grounding.dates import WrittenDates, numeric_readings
+from formwork.tasks.grounding.reading import RECORDS_KEPT
 
 STATED = re.compile(
     r"(?im)^[>\s]*(?:date|sent|datum|fecha|gesendet|envoyé|日期|日付|发送时间|送信日時)\s*[:：]\s*"  # headers
@@ -30,7 +31,7 @@ AHEAD = timedelta(days=1)  # a sender's clock and time zone may run a day ahead 
 NEAR = 24  # the date must start within this many characters after the phrase ("Friday 2024-03-22")
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=RECORDS_KEPT)
 def stated_reference(text: str) -> tuple[date, str] | None:
     """The first absolute date the text states as the day it was written, and the anchor label
     ("text: Sent on 2024-06-10"); None if the text states none (or only a day no text was written

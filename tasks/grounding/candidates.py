@@ -47,8 +47,8 @@ from formwork.schemas.paths import EMAIL as EMAIL_SHAPE
 from formwork.schemas.paths import semantic_errors
 from formwork.schemas.validator import validator_class
 from formwork.tasks.grounding.aliases import written_labels
-from formwork.tasks.grounding.evidence import RECORDS_KEPT, record_source
-from formwork.tasks.grounding.reading import inside, within
+from formwork.tasks.grounding.evidence import record_source
+from formwork.tasks.grounding.reading import RECORDS_KEPT, inside, within
 from formwork.tasks.grounding.spans import Mentions, base_forms, cues_for, quote_spans
 from formwork.tasks.grounding.values import ValueFinder
 
@@ -84,7 +84,7 @@ def _node_check(root: _Same, same: _Same) -> Callable[[Any, str], bool]:
         if isinstance(value, str):
             if (longest is not None and len(value) > longest) or (email and not EMAIL_SHAPE.match(value)):
                 return False
-            if pattern is not None and not pattern.search(value):
+            if pattern is not None and not pattern.search(value, concurrent=False):
                 return False
             if plain:  # all the validator and the semantic checks would test, tested
                 return len(value) >= shortest

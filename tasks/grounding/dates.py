@@ -33,7 +33,7 @@ import re
 from datetime import date, datetime, timedelta
 from functools import cache, lru_cache
 
-from formwork.tasks.grounding.reading import Reading
+from formwork.tasks.grounding.reading import RECORDS_KEPT, Reading
 
 YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})(?:\s*日)?(?!\d)")
 AB_Y = re.compile(r"(?<!\d)(\d{1,2})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{4}|\d{2})(?!\d)")
@@ -134,7 +134,7 @@ def known(word: str) -> bool:
     return any(locale.is_applicable(word, strip_timezone=True, settings=Settings()) for locale in locales)
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=RECORDS_KEPT)
 def _parses(text: str) -> dict[tuple[str, datetime, bool], date | None]:
     """dateparser's answers for the runs of one text, shared by its readers: the stated-reference
     search (no reference) and the record's reading (with one) ask the same runs against the same bases."""

@@ -28,13 +28,13 @@ from typing import Any, Literal
 
 from formwork.schemas.annotations import Rule, rule_for
 from formwork.tasks.grounding.aliases import written_labels
+from formwork.tasks.grounding.reading import RECORDS_KEPT
 from formwork.tasks.grounding.values import record_values
 
 Kind = Literal["exact", "normalised", "fuzzy", "derived", "none"]
 FUZZY_THRESHOLD = 90.0  # RapidFuzz ratio (0-100) of the value against the aligned, word-extended span
 FUZZY_MIN_CHARS = 4  # shorter values must match exactly or normalised: fuzzy hits on them are noise
 MAX_SPANS = 8
-RECORDS_KEPT = 1024  # records whose reading is kept (record_source)
 PHONE = re.compile(r"^\+?[\d\s().\-/]+$")
 PHONE_IN_TEXT = re.compile(r"\+?\d[\d\s().\-/]*\d")
 ISO_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}")

@@ -18,6 +18,8 @@ import re
 from functools import cache, lru_cache
 from typing import Any
 
+from formwork.tasks.grounding.reading import RECORDS_KEPT
+
 # The languages a text is told apart among: those number words are read in, and the other languages
 # of the mail that reaches Formwork, so that Polish or Swedish text is not taken for one of the eight.
 CANDIDATES = ("en", "fr", "es", "pt", "de", "nl", "da", "it", "pl", "cs", "sv", "no", "ru", "ja", "zh", "ko")
@@ -37,7 +39,7 @@ def _identifier() -> Any:
     return identifier
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=RECORDS_KEPT)
 def languages(text: str) -> tuple[str, ...]:
     """The languages `text` is likely written in, likeliest first: the detector's first, and the next
     ones while it is unsure (a short text); () for a text without Latin letters."""

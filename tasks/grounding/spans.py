@@ -6,6 +6,12 @@ and phone numbers, the words after a cue the field's description names ("paid by
 lines (an address), then word n-grams inside one line (CJK characters one word each); `x-base-form`
 fields are also offered each span's base form. `Mentions` orders them: what the notes say comes first,
 so it survives the bound (tasks.grounding.candidates).
+
+Every match here passes `concurrent=False`. By default the `regex` module lets go of the interpreter
+lock for each match and takes it back after; with the 64 to 256 records a GPU server keeps in flight,
+each of those thousands of short matches a record makes then waits its turn among all the threads,
+and a record cost 22 ms of CPU at 64 in flight where it cost 2 ms at 16 (issue 31). Matching these
+short texts is quicker than handing the lock over.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from functools import lru_cache
 import regex
 
 from formwork.tasks.grounding.evidence import LEMMA_LANGUAGES
+from formwork.tasks.grounding.reading import RECORDS_KEPT
 
 MAX_WORDS = 8
 WORD = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]|[\p{L}\p{N}](?:[\p{L}\p{N}'’.&+\-/]*[\p{L}\p{N}])?")
@@ -27,7 +34,7 @@ class Mentions:
     characters count one by one): "2" is not mentioned by "77.25", nor "Jo" by "Jones"."""
 
     def __init__(self, notes: str):
-        words = [m.group().casefold() for m in WORD.finditer(notes)]
+        words = [m.group().casefold() for m in WORD.finditer(notes, concurrent=False)]
         self.ngrams = {
             tuple(words[i : i + n]) for n in range(1, MAX_WORDS + 1) for i in range(len(words) - n + 1)
         }
@@ -36,7 +43,7 @@ class Mentions:
         return bool(self.ngrams)
 
     def __contains__(self, written: str) -> bool:
-        return self.said(tuple(m.group().casefold() for m in WORD.finditer(written)))
+        return self.said(tuple(m.group().casefold() for m in WORD.finditer(written, concurrent=False)))
 
     def said(self, words: tuple[str, ...]) -> bool:
         return words in self.ngrams
@@ -61,14 +68,14 @@ JOINED_LINES = 4  # adjacent lines joined at most (an address, a signature block
 
 def cues_for(description: str) -> tuple[str, ...]:
     """The cue words of a field whose description names a person, a project, a client or a company."""
-    words = {w.casefold() for w in WORD.findall(description)}
+    words = {w.casefold() for w in WORD.findall(description, concurrent=False)}
     return tuple(dict.fromkeys(cue for key, cues in CUES.items() if key in words for cue in cues))
 
 
 def _lines(text: str) -> list[tuple[int, int]]:
     """Each non-blank line's (start, end) without its edge spaces."""
     found = []
-    for line in regex.finditer(r"[^\n]+", text):
+    for line in regex.finditer(r"[^\n]+", text, concurrent=False):
         stripped = line.group().strip()
         if stripped:
             start = line.start() + line.group().index(stripped)
@@ -103,10 +110,13 @@ def _after_cues(text: str, cues: tuple[str, ...], lines: list[tuple[int, int]]) 
     found = []
     for cue in cues:
         alone = rf"(?i)(?<![\p{{L}}\p{{N}}]){regex.escape(cue)}(?![\p{{L}}\p{{N}}])"  # a word, not a part
-        for match in regex.finditer(alone, text):
+        for match in regex.finditer(alone, text, concurrent=False):
             line_end = text.find("\n", match.end())
             rest = text[match.end() : len(text) if line_end < 0 else line_end]
-            words = [(m.start() + match.end(), m.end() + match.end()) for m in WORD.finditer(rest)]
+            words = [
+                (m.start() + match.end(), m.end() + match.end())
+                for m in WORD.finditer(rest, concurrent=False)
+            ]
             if words and cue in SIGN_OFFS:
                 continue  # "Thanks for the quick turnaround": not a signature
             if words:
@@ -117,7 +127,7 @@ def _after_cues(text: str, cues: tuple[str, ...], lines: list[tuple[int, int]]) 
     return found
 
 
-@lru_cache(maxsize=16)
+@lru_cache(maxsize=RECORDS_KEPT)
 def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Every span a quoted field may copy (exact slices of the text), unbounded, in the order the bound
     keeps them: e-mails and phones; then what the notes mention; then the spans after the field's
@@ -125,7 +135,7 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
     text joins them, and last word n-grams within a line, short and early first (kept for the last
     few texts: fields of one record differ only in `max_length` and cues)."""
     found: dict[str, None] = {}
-    for token in (*EMAIL.finditer(text), *PHONE.finditer(text)):
+    for token in (*EMAIL.finditer(text, concurrent=False), *PHONE.finditer(text, concurrent=False)):
         found[token.group()] = None
     mentioned = Mentions(notes)
     lines = _lines(text)
@@ -135,17 +145,21 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
         if 0 < end - start <= max_length:
             span = text[start:end]
             said = bool(mentioned) and span in mentioned
-            ranked.append((not said, kind, 0 if kind < 5 else len(WORD.findall(span)), start, span))
+            ranked.append(
+                (not said, kind, 0 if kind < 5 else len(WORD.findall(span, concurrent=False)), start, span)
+            )
 
     for start, end in _after_cues(text, cues, lines):
         offer(0, start, end)
     for line_start, line_end in lines:
         line = text[line_start:line_end]
-        words = [(m.start() + line_start, m.end() + line_start) for m in WORD.finditer(line)]
+        words = [
+            (m.start() + line_start, m.end() + line_start) for m in WORD.finditer(line, concurrent=False)
+        ]
         for start, end in _capitalised(text, words):
             offer(1, start, end)
         offer(2, line_start, line_end)
-        for part in SEGMENT.split(text[line_start:line_end]):
+        for part in SEGMENT.split(text[line_start:line_end], concurrent=False):
             if part and part != text[line_start:line_end]:
                 at = text.find(part, line_start, line_end)
                 offer(2, at, at + len(part))
@@ -169,7 +183,7 @@ def base_forms(span: str) -> list[str]:
     import simplemma
 
     def in_base_form(span: str, lang: str) -> str:
-        words = regex.split(r"(\w+)", span)
+        words = regex.split(r"(\w+)", span, concurrent=False)
         bases = [simplemma.lemmatize(w, lang=lang) if i % 2 else w for i, w in enumerate(words)]
         return "".join(b if b.lower() != w.lower() else w for b, w in zip(bases, words, strict=True))
 

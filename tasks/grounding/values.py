@@ -27,7 +27,7 @@ from formwork.tasks.grounding.cjk_dates import cjk_readings, month_day_spans
 from formwork.tasks.grounding.dates import WrittenDates, numeric_readings
 from formwork.tasks.grounding.numbers import digit_readings
 from formwork.tasks.grounding.numerals import han_readings, word_readings
-from formwork.tasks.grounding.reading import Kind, Reading, inside
+from formwork.tasks.grounding.reading import RECORDS_KEPT, Kind, Reading, inside
 
 __all__ = ["Kind", "Reading", "ValueFinder", "ValueMatch", "inside", "record_values"]
 
@@ -136,7 +136,7 @@ class ValueFinder:
         return numeric or _best([r for r in self._written_dates if r.value == wanted])
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=RECORDS_KEPT)
 def record_values(text: str, reference: date | None = None, anchor: str | None = None) -> ValueFinder:
     """The one reading of a record's text, shared by its candidates and its grounding check (and by
     every attempt); kept for the last 64 texts. `reference` comes from the record (`anchor` says
