@@ -80,8 +80,12 @@ def test_a_dialect_the_server_cannot_read_is_rejected_not_retried(llama_server: 
 
 
 # Three prompts with two enums and a boolean; the server spaces its JSON (`{ "answer": "`), the embedded
-# engine does not, so the contexts differ slightly. Measured here: 7 values scored alike by both, mean
-# |difference| 0.085, max 0.165 (the bounds below leave room for the server's run-to-run noise, ~0.01).
+# engine does not, so the contexts differ slightly. Both are lower bounds, and a token that spells the
+# written characters but may still lead to a rival (the server's lone ` ` before `"happy"`) counts for
+# neither side. Measured here: 7 values scored alike by both, mean |difference| 0.18, max 0.40 (before
+# the rival rule the server counted such tokens for the written value: 0.085 and 0.165). What this
+# pins is that the two are the same kind of number: raw pre-mask probabilities, or 1 for every
+# value, would be far off. The bounds leave room for run-to-run noise (~0.01).
 AGREE: dict[str, Any] = {
     "title": "agree", "type": "object", "additionalProperties": False, "required": ["answer", "paid", "mood"],
     "properties": {"answer": {"enum": ["yes", "no"]}, "paid": {"type": "boolean"},
@@ -108,7 +112,7 @@ def test_renormalised_confidences_agree_with_the_embedded_engines_masked_ones(
         diffs += [abs(got[p] - wanted[p]) for p in got.keys() & wanted.keys() if theirs[p] == ours[p]]
     engine.close()
     assert len(diffs) >= 5  # most values are scored on both sides
-    assert sum(diffs) / len(diffs) <= 0.12 and max(diffs) <= 0.22
+    assert sum(diffs) / len(diffs) <= 0.25 and max(diffs) <= 0.45
 
 
 @pytest.mark.parametrize(
