@@ -136,8 +136,8 @@ def _assert_run_fully_stored(stored: Stored, summary: RunSummary, texts: list[st
     for result in stored.results:
         assert result.run_id == stored.run.id
         assert result.status in ("ok", "partial", "failed")
-        assert result.reasoning_finish in FINISHES, result.reasoning_finish
-        assert result.formatting_finish in FINISHES, result.formatting_finish
+        assert result.reasoning_finish in FINISHES, (result.reasoning_finish, result.errors)
+        assert result.formatting_finish in FINISHES, (result.formatting_finish, result.errors)
         assert result.attempts == 1
 
     assert summary.records == len(texts)
