@@ -12,10 +12,11 @@ from typing import Any, Literal
 
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines.base import Completion, Engine, EngineError, JsonSchema, Message, Sampling
+from formwork.tasks.grounding.anchors import anchored_reference
 from formwork.tasks.grounding.candidates import grounded_body
 from formwork.tasks.prompts import prompt_hash
 from formwork.tasks.settings import Settings
-from formwork.tasks.validate import Verdict, anchored_reference
+from formwork.tasks.validate import Verdict
 
 PassName = Literal["reasoning", "formatting"]
 RANK = {"ok": 2, "partial": 1, "failed": 0}

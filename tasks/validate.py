@@ -20,20 +20,20 @@ import copy
 import json
 import re
 from dataclasses import dataclass, field, replace
-from datetime import date
 from typing import Any, Literal
 
 from formwork.schemas.conform import conform
 from formwork.schemas.paths import Path, null_target, path_text, semantic_errors, set_null
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines.base import Completion
-from formwork.tasks.grounding.anchors import unlikely_reference
+from formwork.tasks.grounding.anchors import anchored_reference
 from formwork.tasks.grounding.bounds import HELD, Bounds, Held, held_again, held_nulls, held_values
 from formwork.tasks.grounding.confidence import field_confidences, value_paths
 from formwork.tasks.grounding.copies import copies
 from formwork.tasks.grounding.evidence import Evidence, ground
 from formwork.tasks.grounding.prewritten import prewritten
 from formwork.tasks.grounding.renormalise import logprob_mode, renormalised
+from formwork.tasks.judged_values import judged_values
 
 Status = Literal["ok", "partial", "failed"]
 PATH_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
@@ -99,27 +99,6 @@ def _nulled(schema: Schema, data: dict[str, Any], errors: list[tuple[Path, str]]
             set_null(fixed, target)  # type: ignore[arg-type]
             nulled.append(path_text(target))  # type: ignore[arg-type]
     return fixed, sorted(nulled)
-
-
-def reference_date(meta: dict[str, Any] | None, field: str = "reference_date") -> date | None:
-    """The record's reference date, against which "yesterday" is derived: the meta `field` (ISO; a
-    mail's Date header lands in `reference_date`, so that is read when `field` is absent); None if
-    absent, bad, or a day no record was written on (in the future beyond a day, or before 1980:
-    `anchors.unlikely_reference`)."""
-    meta = meta or {}
-    raw = meta.get(field, meta.get("reference_date"))
-    try:
-        day = date.fromisoformat(str(raw)[:10]) if raw else None
-    except ValueError:
-        return None
-    return day if day is not None and unlikely_reference(day) is None else None
-
-
-def anchored_reference(meta: dict[str, Any] | None, field: str) -> tuple[date | None, str | None]:
-    """The record's reference date and where it came from (its evidence anchor), as the judge and the
-    grounded grammar both read it."""
-    reference = reference_date(meta, field)
-    return reference, f"meta {field}" if reference else None
 
 
 def _nullable(node: dict[str, Any]) -> bool:
@@ -267,7 +246,7 @@ def judge(
     fixed, nulled = _nulled(schema, data, failures) if isinstance(data, dict) and failures else (data, [])
     if fixed is not None and failures and _field_errors(schema, fixed, source):
         fixed = None  # nulling did not make it valid (a constraint across fields): never store it as partial
-    values = _judged_values(evidence, nulls, held, field_errors, nulled)
+    values = judged_values(evidence, nulls, held, field_errors, nulled)
     messages = [message for _, message in failures] + unsure
     if stops or not isinstance(data, dict) or fixed is None:
         data = data if isinstance(data, dict) else None
@@ -279,42 +258,6 @@ def judge(
         )
     verdict = Verdict("partial" if messages else "ok", fixed, messages, nulled, feedback, rows, values)
     return as_written(schema, verdict, {parse_path(path) for path in nulled})
-
-
-def _rounded(confidence: float | None) -> float | None:
-    return None if confidence is None else round(confidence, 4)
-
-
-def _judged_values(
-    evidence: list[Evidence], nulls: dict[str, float], held: list[Held],
-    refused: list[tuple[Path, str]], nulled: list[str],
-) -> list[dict[str, Any]]:  # fmt: skip
-    """Every value and null of one attempt with its confidence and what the judge made of it:
-    passed, refused (validation or grounding), below bound, nulled (with a parent), null (certified),
-    unsure null."""
-    below = {h.path for h in held if not h.null}
-    unsure = {h.path for h in held if h.null}
-    refused_paths = {path_text(path) for path, _ in refused}
-
-    def verdict(path: str) -> str:
-        if path in below:
-            return "below bound"
-        if path in refused_paths:
-            return "refused"
-        if any(path == n or path.startswith((f"{n}.", f"{n}[")) for n in nulled):
-            return "nulled"
-        return "passed"
-
-    found = [
-        {"path": e.path, "value": e.value, "confidence": _rounded(e.confidence), "verdict": verdict(e.path)}
-        for e in evidence
-    ]
-    found += [
-        {"path": path, "value": None, "confidence": _rounded(nulls.get(path)),
-         "verdict": "unsure null" if path in unsure else "null"}
-        for path in sorted(set(nulls) | unsure)  # weighed, or held though no engine weighed it
-    ]  # fmt: skip
-    return found
 
 
 def as_written(schema: Schema, verdict: Verdict, refused: set[Path] | None = None) -> Verdict:

@@ -183,8 +183,7 @@ def test_a_date_header_no_mail_was_sent_on_is_no_reference_date(tmp_path: Path) 
 def test_a_reference_date_outside_the_window_is_refused_wherever_it_comes_from() -> None:
     from datetime import date, timedelta
 
-    from formwork.tasks.grounding.anchors import unlikely_reference
-    from formwork.tasks.validate import anchored_reference
+    from formwork.tasks.grounding.anchors import anchored_reference, unlikely_reference
 
     today = date.today()
     assert anchored_reference({"reference_date": "2038-01-19"}, "reference_date") == (None, None)

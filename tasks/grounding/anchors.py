@@ -1,4 +1,4 @@
-"""A reference date that the text states as its own, for a record whose source gave none.
+"""A record's reference date: its meta's (`reference_date`), or one the text states as its own.
 
 "Sent on 2024-06-10: coffee yesterday" is anchored by its own first words, as is a forwarded mail's
 quoted `Date:` header, "Today is Friday 2024-03-22", "Hoy es 2024-05-10", "Heute ist der 3. Mai
@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
+from typing import Any
 
 from formwork.tasks.grounding.dates import WrittenDates, numeric_readings
 from formwork.tasks.grounding.reading import RECORDS_KEPT
@@ -60,3 +61,24 @@ def unlikely_reference(day: date, today: date | None = None) -> str | None:
     if day < EARLIEST:
         return f"{day.isoformat()} is before {EARLIEST.year}, when no mail was sent"
     return None
+
+
+def reference_date(meta: dict[str, Any] | None, field: str = "reference_date") -> date | None:
+    """The record's reference date, against which "yesterday" is derived: the meta `field` (ISO; a
+    mail's Date header lands in `reference_date`, so that is read when `field` is absent); None if
+    absent, bad, or a day no record was written on (in the future beyond a day, or before 1980:
+    `anchors.unlikely_reference`)."""
+    meta = meta or {}
+    raw = meta.get(field, meta.get("reference_date"))
+    try:
+        day = date.fromisoformat(str(raw)[:10]) if raw else None
+    except ValueError:
+        return None
+    return day if day is not None and unlikely_reference(day) is None else None
+
+
+def anchored_reference(meta: dict[str, Any] | None, field: str) -> tuple[date | None, str | None]:
+    """The record's reference date and where it came from (its evidence anchor), as the judge and the
+    grounded grammar both read it."""
+    reference = reference_date(meta, field)
+    return reference, f"meta {field}" if reference else None
