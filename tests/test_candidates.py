@@ -215,7 +215,8 @@ def test_candidates_and_the_grounding_check_share_one_reading(monkeypatch) -> No
 def test_the_date_reader_asks_dateparser_no_run_with_a_word_no_locale_knows(monkeypatch) -> None:
     import dateparser
 
-    from formwork.tasks.grounding.dates import WrittenDates, known
+    from formwork.tasks.grounding.date_words import known
+    from formwork.tasks.grounding.dates import WrittenDates
 
     asked: list[str] = []
     parse = dateparser.parse

@@ -1,0 +1,91 @@
+"""The words dateparser can read as dates, from its own locale data, so the date reader asks it only
+about runs that hold one (`tasks.grounding.dates`).
+
+A month, a weekday or a relative day ("yesterday", "hier", "gestern") in one of LANGUAGES marks where
+a written date may stand; a word no locale knows ("Taxi", "airport") makes dateparser refuse the whole
+run, so a run holding one is never asked (`known`).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+# dateparser is asked only about stretches that hold a word it could read as a date: a month, a weekday
+# or a relative day in one of these languages; dateparser reads the few words around it.
+LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")  # numeric and CJK forms need no language
+ENGLISH_RELATIVE = ("ago", "last", "next")  # "3 days ago", "last Friday"
+RELATIVE_DAYS = ("1 day ago", "0 day ago", "in 1 day")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+          "october", "november", "december")  # fmt: skip
+
+
+def _names_in_locales(keys: tuple[str, ...]) -> frozenset[str]:
+    """The names under `keys` and the words for yesterday, today and tomorrow, in every language of
+    LANGUAGES, from dateparser's own locale data (lower case; words under three letters, such as "mo"
+    or "sa", are left out: too common to be worth a parse)."""
+    from dateparser.languages.loader import default_loader
+
+    words: set[str] = set()
+    for code in LANGUAGES:
+        info = default_loader.get_locale(code).info
+        days = info.get("relative-type", {})
+        for names in [*(info.get(key, []) for key in keys), *(days.get(k, []) for k in RELATIVE_DAYS)]:
+            words.update(name.lower().rstrip(".") for name in names if " " not in name)
+    return frozenset(word for word in words if len(word) >= 3)
+
+
+@cache
+def date_words() -> frozenset[str]:
+    """Month and weekday names and their abbreviations, and the relative day words, in every language
+    (and English's own relative words)."""
+    return _names_in_locales(MONTHS + WEEKDAYS) | frozenset(ENGLISH_RELATIVE)
+
+
+@cache
+def day_words() -> frozenset[str]:
+    """The date words that name a day by themselves: weekdays and the words for yesterday, today and
+    tomorrow (not months: "June" is no day), in every language of LANGUAGES."""
+    return _names_in_locales(WEEKDAYS)
+
+
+@cache
+def weekday_numbers() -> dict[str, int]:
+    """English weekday names and abbreviations, lower case, to their number (Monday 0)."""
+    from dateparser.languages.loader import default_loader
+
+    info = default_loader.get_locale("en").info
+    return {name.lower().rstrip("."): n for n, key in enumerate(WEEKDAYS) for name in info.get(key, [])}
+
+
+@cache
+def _locale_words() -> frozenset[str]:
+    """Every word anywhere in the locale data of LANGUAGES (month names, relative phrases such as
+    "il y a", simplifications): a word of a multi-word expression may mean nothing alone."""
+    from dateparser.languages.loader import default_loader
+
+    def strings(node: object) -> list[str]:
+        if isinstance(node, str):
+            return [node]
+        if isinstance(node, dict):
+            return [s for key, value in node.items() for s in (*strings(key), *strings(value))]
+        if isinstance(node, list | tuple):
+            return [s for value in node for s in strings(value)]
+        return []
+
+    info = [default_loader.get_locale(code).info for code in LANGUAGES]
+    return frozenset(w.lower() for s in strings(info) for w in re.findall(r"\w+", s))
+
+
+@cache
+def known(word: str) -> bool:
+    """False for a word dateparser cannot read in any locale of LANGUAGES: no digit, in none of their
+    locale data, and no token or time zone any of them accepts alone. A run holding it parses to None."""
+    from dateparser.conf import Settings
+    from dateparser.languages.loader import default_loader
+
+    if any(c.isdigit() for c in word) or word.lower() in _locale_words():
+        return True
+    locales = [default_loader.get_locale(code) for code in LANGUAGES]
+    return any(locale.is_applicable(word, strip_timezone=True, settings=Settings()) for locale in locales)
