@@ -18,6 +18,17 @@ import pytest
 
 from tests import vllm_fixture as vf
 
+# Six chat lines that a killed run processes: enough that a kill lands with some stored, some not.
+CHAT_LINES = [
+    "Anna: we won the finals!!!",
+    "Ben: the deploy failed again, I am so tired of this.",
+    "Chloe: my cat is missing since yesterday.",
+    "Dan: who ate my sandwich?! I'm furious.",
+    "Eve: a spider! There is a spider on my desk!",
+    "Farid: the train is late as usual.",
+]
+RECORDS = [{"id": f"r{i}", "text": text} for i, text in enumerate(CHAT_LINES)]
+
 
 def kill_at_first_result(
     command: list[str], env: dict[str, str], log_path: Path, stored: Callable[[], object], limit_s: float

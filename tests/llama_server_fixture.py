@@ -52,15 +52,24 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServe
     command = [str(venv / "bin" / "python"), "-m", "llama_cpp.server", "--model", str(_gguf()),
                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "1",
                "--model_alias", MODEL_ALIAS]  # fmt: skip
+    yield from serve_until_ready(command, base_url, log, "llama-cpp-python server", limit_s=120)
+
+
+def serve_until_ready(
+    command: list[str], base_url: str, log: Path, name: str, limit_s: float
+) -> Iterator[VllmServer]:
+    """Start `command` in its own process group, logging to `log`; yield the server once `/v1/models`
+    lists MODEL_ALIAS, FAIL (never skip) with the log's tail if it dies or is not ready in `limit_s`;
+    stop its group at the end."""
     started = time.monotonic()
     with log.open("wb") as out:
         proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)  # fmt: skip
     try:
         while MODEL_ALIAS not in _answers(base_url):
-            if proc.poll() is not None or time.monotonic() - started > 120:
-                pytest.fail(f"llama-cpp-python server not ready; log {log}:\n{_tail(log)}")
-            time.sleep(0.5)
+            if proc.poll() is not None or time.monotonic() - started > limit_s:
+                pytest.fail(f"{name} not ready; log {log}:\n{_tail(log)}")
+            time.sleep(0.25)
         yield VllmServer(base_url, MODEL_ALIAS, log, time.monotonic() - started)
     finally:
         _stop(proc)

@@ -35,17 +35,7 @@ from formwork.tasks.calls import Outcome
 from formwork.tasks.sources import InputRecord
 from formwork.tasks.validate import Verdict
 from tests import vllm_fixture as vf
-from tests.killing import kill_at_first_result
-
-CHAT_LINES = [
-    "Anna: we won the finals!!!",
-    "Ben: the deploy failed again, I am so tired of this.",
-    "Chloe: my cat is missing since yesterday.",
-    "Dan: who ate my sandwich?! I'm furious.",
-    "Eve: a spider! There is a spider on my desk!",
-    "Farid: the train is late as usual.",
-]
-RECORDS = [{"id": f"r{i}", "text": line} for i, line in enumerate(CHAT_LINES)]
+from tests.killing import RECORDS, kill_at_first_result
 
 
 def _stored_results(db_url: str) -> list[int]:

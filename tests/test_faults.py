@@ -36,18 +36,9 @@ from formwork.flows.batch_extract import batch_extract, source_label
 from formwork.flows.reprocess_failed import reprocess_failed
 from formwork.tasks.settings import Settings
 from tests import vllm_fixture as vf
-from tests.killing import kill_at_first_result
+from tests.killing import RECORDS, kill_at_first_result
 from tests.misbehaving_server import MisbehavingServer
 
-CHAT_LINES = [
-    "Anna: we won the finals!!!",
-    "Ben: the deploy failed again, I am so tired of this.",
-    "Chloe: my cat is missing since yesterday.",
-    "Dan: who ate my sandwich?! I'm furious.",
-    "Eve: a spider! There is a spider on my desk!",
-    "Farid: the train is late as usual.",
-]
-RECORDS = [{"id": f"r{i}", "text": text} for i, text in enumerate(CHAT_LINES)]
 VALID_CHAT_TAG = '{"speaker":null,"emotion":"happy","reply":"Great!"}'
 PROBE_ANSWER = '{"answer":"yes"}'
 

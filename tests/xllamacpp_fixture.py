@@ -14,17 +14,14 @@ Environment:
 from __future__ import annotations
 
 import os
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.llama_server_fixture import _answers, _gguf
-from tests.vllm_fixture import VllmServer, _free_port, _served, _stop, _tail
+from tests.llama_server_fixture import MODEL_ALIAS, _gguf, serve_until_ready
+from tests.vllm_fixture import VllmServer, _free_port, _served
 
-MODEL_ALIAS = "smollm2-gguf"
 SERVE = Path(__file__).resolve().parents[1] / "deploy" / "xllamacpp" / "serve.py"
 
 
@@ -42,15 +39,4 @@ def llamacpp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmSe
     log = tmp_path_factory.mktemp("llamacpp-server") / "server.log"
     command = [str(venv / "bin" / "python"), str(SERVE), "--model", str(_gguf()), "--host", "127.0.0.1",
                "--port", str(port), "--ctx", "4096", "--threads", "1", "--alias", MODEL_ALIAS]  # fmt: skip
-    started = time.monotonic()
-    with log.open("wb") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)  # fmt: skip
-    try:
-        while MODEL_ALIAS not in _answers(base_url):
-            if proc.poll() is not None or time.monotonic() - started > 60:
-                pytest.fail(f"llama.cpp server (xllamacpp) not ready; log {log}:\n{_tail(log)}")
-            time.sleep(0.25)
-        yield VllmServer(base_url, MODEL_ALIAS, log, time.monotonic() - started)
-    finally:
-        _stop(proc)
+    yield from serve_until_ready(command, base_url, log, "llama.cpp server (xllamacpp)", limit_s=60)
