@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import date
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from formwork.schemas.registry import load_schema
 from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.grounding import candidates, spans
@@ -299,5 +302,33 @@ def test_the_words_after_a_cue_the_description_names_come_first() -> None:
     fields = GROUNDED.formatting_grammar(expense, text, None)["properties"]
     assert fields["who"]["enum"].index("Ana Ruiz") < 10
     assert fields["project"]["enum"].index("Apollo Relaunch") < 10
-    assert spans.cues_for("The project or client the expense is billed to") == ("project", "proj", "for",
-                                                                                 "client", "customer")
+    assert spans.cues_for("The project or client the expense is billed to") == (
+        "project",
+        "proj",
+        "for",
+        "client",
+        "customer",
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    text=st.text(alphabet="ab .,'-\n1éß中", max_size=30),
+    start=st.integers(min_value=0, max_value=30),
+    length=st.integers(min_value=0, max_value=30),
+)
+def test_a_spans_words_are_looked_up_exactly_as_matching_the_slice_would_find_them(
+    text: str, start: int, length: int
+) -> None:
+    """Issue 31: a text's words are found once; a span's looked-up words are the slice's own words,
+    and a span that cuts a word says so (None) instead of answering other words."""
+    end = min(start + length, len(text))
+    start = min(start, end)
+    words = spans.TextWords(text).within(start, end)
+    sliced = tuple(m.group().casefold() for m in spans.WORD.finditer(text[start:end]))
+    if words is not None:
+        assert words == sliced
+    else:
+        assert any(
+            s < start < e or s < end < e for s, e in ((m.start(), m.end()) for m in spans.WORD.finditer(text))
+        )

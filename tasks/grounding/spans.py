@@ -16,6 +16,7 @@ short texts is quicker than handing the lock over.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from functools import lru_cache
 
 import regex
@@ -47,6 +48,26 @@ class Mentions:
 
     def said(self, words: tuple[str, ...]) -> bool:
         return words in self.ngrams
+
+
+class TextWords:
+    """A text's words (those of `WORD`, case-folded), found once, so that the words of each of its
+    hundreds of candidate spans are looked up rather than matched again (issue 31)."""
+
+    def __init__(self, text: str):
+        found = list(WORD.finditer(text, concurrent=False))
+        self.starts, self.ends = [m.start() for m in found], [m.end() for m in found]
+        self.folded = [m.group().casefold() for m in found]
+
+    def within(self, start: int, end: int) -> tuple[str, ...] | None:
+        """The words of text[start:end], as `WORD` would find them in that slice; None when a word of
+        the text runs across either end (the slice would cut it, and find other words)."""
+        first, last = bisect_left(self.starts, start), bisect_right(self.ends, end)
+        if (first > 0 and self.ends[first - 1] > start) or (
+            last < len(self.starts) and self.starts[last] < end
+        ):
+            return None
+        return tuple(self.folded[first:last])
 
 
 # The words a field's description uses, and the text's words after which its value is written: the
@@ -137,17 +158,18 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
     found: dict[str, None] = {}
     for token in (*EMAIL.finditer(text, concurrent=False), *PHONE.finditer(text, concurrent=False)):
         found[token.group()] = None
-    mentioned = Mentions(notes)
+    mentioned, text_words = Mentions(notes), TextWords(text)
     lines = _lines(text)
     ranked: list[tuple[bool, int, int, int, str]] = []  # (not said, kind, words, start, span)
 
-    def offer(kind: int, start: int, end: int) -> None:
+    def offer(kind: int, start: int, end: int, n: int = 0) -> None:
+        """Rank text[start:end]; an n-gram (kind 5) of `n` words ranks by its length."""
         if 0 < end - start <= max_length:
-            span = text[start:end]
-            said = bool(mentioned) and span in mentioned
-            ranked.append(
-                (not said, kind, 0 if kind < 5 else len(WORD.findall(span, concurrent=False)), start, span)
-            )
+            span, said = text[start:end], False
+            if mentioned:
+                words = text_words.within(start, end)
+                said = span in mentioned if words is None else mentioned.said(words)
+            ranked.append((not said, kind, n, start, span))
 
     for start, end in _after_cues(text, cues, lines):
         offer(0, start, end)
@@ -165,7 +187,7 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
                 offer(2, at, at + len(part))
         for n in range(1, MAX_WORDS + 1):
             for i in range(len(words) - n + 1):
-                offer(5, words[i][0], words[i + n - 1][1])
+                offer(5, words[i][0], words[i + n - 1][1], n)
     for i in range(len(lines)):
         for j in range(i + 1, min(i + JOINED_LINES, len(lines))):
             if text.count("\n", lines[j - 1][1], lines[j][0]) == 1:  # adjacent: no blank line between
