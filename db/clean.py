@@ -19,12 +19,18 @@ def clean_text(text: str) -> str:
     """`text` without NUL or lone surrogates (each replaced by U+FFFD), secrets redacted."""
     if "\x00" in text:
         text = text.replace("\x00", REPLACEMENT)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+    if not text.isascii() and not _encodes(text):  # ASCII holds no surrogate: most strings skip the copy
         text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
         text = text.encode("utf-8", "replace").decode("utf-8")
     return redact(text)
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def storable(value: Any) -> Any:

@@ -21,28 +21,33 @@ _KEYWORD_PASSWORD = re.compile(
     r"(?P<key>(?<![A-Za-z0-9_])(?:password|passwd)\s*=\s*)(?P<value>'(?:[^'\\]|\\.)*'|[^\s&;#']+)",
     re.IGNORECASE,
 )
-_secrets: set[str] = set()
+_secrets: tuple[str, ...] = ()  # longest first, so a secret inside another is masked as the longer one
 _lock = threading.Lock()
 MASK = "***"
 
 
 def register_secret(value: str | None) -> None:
     """Remember a secret value (an API key) so that every later `redact` masks it."""
+    global _secrets
     if value and len(value) >= 4:
         with _lock:
-            _secrets.add(value)
+            _secrets = tuple(sorted({*_secrets, value}, key=len, reverse=True))
 
 
 def redact(text: str) -> str:
-    """`text` with URL passwords and registered secrets replaced by ***."""
+    """`text` with URL passwords and registered secrets replaced by ***.
+
+    Every string the store writes passes here (about 200 a record), so each pattern runs only where
+    the characters it needs are present: a URL password needs "://", a keyword one "="."""
     if not text:
         return text
-    text = _URL_PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
-    text = _KEYWORD_PASSWORD.sub(lambda m: f"{m['key']}{MASK}", text)
-    with _lock:
-        secrets = sorted(_secrets, key=len, reverse=True)
-    for secret in secrets:
-        text = text.replace(secret, MASK)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(lambda m: f"{m['scheme']}{m['user']}:{MASK}@", text)
+    if "=" in text:
+        text = _KEYWORD_PASSWORD.sub(lambda m: f"{m['key']}{MASK}", text)
+    for secret in _secrets:  # the tuple is replaced whole, never changed in place: no lock needed
+        if secret in text:
+            text = text.replace(secret, MASK)
     return text
 
 
