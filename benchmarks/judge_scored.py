@@ -123,7 +123,7 @@ def variants(schema: Schema, record: GoldRecord, names: list[str]) -> list[tuple
 def score(engine: LocalEngine, messages: list, data: Any, grammar: dict[str, Any]) -> Completion | None:
     """The model's score of `data` under `grammar`; None when the grammar refuses it."""
     try:
-        return engine.score(messages, json.dumps(data, ensure_ascii=False, separators=(",", ":")), grammar)
+        return engine.score(messages, json.dumps(data, ensure_ascii=False), grammar)
     except RequestRejected as exc:
         if "does not allow" not in exc.message:
             raise

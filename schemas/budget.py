@@ -38,12 +38,12 @@ def _node_bytes(node: dict[str, Any] | bool) -> int:
     if "boolean" in types:
         sizes.append(5)
     if "array" in types:
-        fixed = [_node_bytes(item) + 1 for item in node.get("prefixItems", [])]
+        fixed = [_node_bytes(item) + 2 for item in node.get("prefixItems", [])]
         item = _node_bytes(node.get("items", {}))
-        sizes.append(2 + sum(fixed) + max(node.get("maxItems", 0) - len(fixed), 0) * (item + 1))
+        sizes.append(2 + sum(fixed) + max(node.get("maxItems", 0) - len(fixed), 0) * (item + 2))
     if "object" in types:
         sizes.append(
-            2 + sum(len(key) + 4 + _node_bytes(child) for key, child in node.get("properties", {}).items())
+            2 + sum(len(key) + 6 + _node_bytes(child) for key, child in node.get("properties", {}).items())
         )
     return max(sizes)
 

@@ -25,7 +25,7 @@ MESSAGES = single_pass_messages(EXPENSE, TEXT, "one-pass")
 
 def written(data: dict) -> str:
     """JSON as the grammar writes it: compact, keys in the schema's order, characters unescaped."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(data, ensure_ascii=False)  # spaced, as the grammar writes JSON
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +62,10 @@ def test_a_forced_unlikely_value_gets_a_lower_confidence(local_engine, greedy) -
 @pytest.mark.parametrize(
     ("answer", "where"),
     [
-        ('{"who":"Tom","date":null,"amount":35,"currency":"XYZ"', "XYZ"),  # a label the enum lacks
-        ('{"who": "Tom"}', ' "Tom"'),  # spaces the compact grammar never writes
-        ('{"date":null,"who":"Tom"}', 'date"'),  # keys out of the schema's order
-        ('{"who":"Tom","date":null,"amount":35', "the end"),  # not finished: no end token allowed
+        ('{"who": "Tom", "date": null, "amount": 35, "currency": "XYZ"', "XYZ"),  # a label the enum lacks
+        ('{"who":"Tom"}', '"Tom"'),  # compact: the spaced grammar never writes it
+        ('{"date": null, "who": "Tom"}', 'date"'),  # keys out of the schema's order
+        ('{"who": "Tom", "date": null, "amount": 35', "the end"),  # not finished: no end token allowed
     ],
 )
 def test_an_answer_the_grammar_does_not_allow_is_refused(local_engine, answer, where) -> None:
@@ -85,7 +85,7 @@ def test_the_records_grounded_grammar_scores_its_candidates_and_refuses_the_rest
     scored = local_engine.score(messages, wrong_in_text, grounded)
     assert 0 < field_confidences(EXPENSE.checked_body, base | {"amount": 2}, scored)["amount"] < 1
     for outside in (47, 2024):  # not in the text; only a part of its date
-        with pytest.raises(RequestRejected, match=r"\"amount\":2?' it cannot write"):  # 2 is a candidate
+        with pytest.raises(RequestRejected, match=r"\"amount\": 2?' it cannot write"):  # 2 is a candidate
             local_engine.score(messages, written(base | {"amount": outside}), grounded)
 
 
@@ -97,7 +97,7 @@ def test_a_refused_score_leaves_the_calls_decoding_beside_it_unchanged(local_eng
 
     def refused() -> str:
         with pytest.raises(RequestRejected):
-            local_engine.score(MESSAGES, greedy.text.replace('"who":', '"who": '), EXPENSE.grammar_body)
+            local_engine.score(MESSAGES, greedy.text.replace('"who": ', '"who":'), EXPENSE.grammar_body)
         return "refused"
 
     with ThreadPoolExecutor(3) as pool:

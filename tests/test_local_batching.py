@@ -131,7 +131,7 @@ def test_a_multi_token_value_is_the_product_of_its_costly_steps_and_never_above_
     text, at = done.text, done.text.index(chosen)
     steps, position = [], 0
     for piece, logprob in done.token_logprobs:
-        if at < position + len(piece) and position < at + len(chosen) + 1:
+        if at - 1 < position + len(piece) and position < at + len(chosen) + 1:  # the quotes are the value's
             steps.append((position, logprob))
         position += len(piece)
     decisive = [lp for _, lp in steps if lp < -1e-6]

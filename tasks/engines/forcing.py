@@ -73,6 +73,6 @@ class Forcer:
             raise RequestRejected(
                 f"the grammar does not allow this answer: after {before!r} it cannot write {after}",
                 hint="score only an answer the schema (or the record's grounded schema) allows, "
-                "compact, with its keys in the schema's order",
+                "spaced as json.dumps writes it, with its keys in the schema's order",
             )
         return token

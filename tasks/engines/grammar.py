@@ -38,9 +38,15 @@ class Grammars:
         self._n_vocab = n_vocab
 
     def matcher(self, schema: JsonSchema) -> Any:
-        """A fresh matcher for one call (compiled grammars are cached by the compiler)."""
+        """A fresh matcher for one call (compiled grammars are cached by the compiler).
+
+        JSON is written spaced as models write it (`{"name": "Mike Chen", ...}`, json.dumps' own
+        separators), never compact: a compact grammar forbids the `": "` a model writes after a key,
+        and what it allows instead, `":` and then `null`, took the mass. Qwen2.5-Coder-1.5B wrote
+        `"name": null` for 81% of the contact gold's calibration half, its own notes naming the person
+        (BENCHMARKS section 27)."""
         grammar = self._compiler.compile_json_schema(
-            json.dumps(schema), any_whitespace=False, separators=(",", ":"), strict_mode=True
+            json.dumps(schema), any_whitespace=False, separators=(", ", ": "), strict_mode=True
         )
         return self._xgr.GrammarMatcher(grammar)
 

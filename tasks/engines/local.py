@@ -116,7 +116,8 @@ class LocalEngine:
         """The Completion this engine would have returned had it written `answer` for `messages` under
         `schema`'s grammar: the same text, finish `stop` and grammar-masked token logprobs, so the
         judge's confidences apply unchanged (`tasks.engines.forcing`). An answer the grammar does not
-        allow, written as the grammar writes JSON (compact, keys in order), raises RequestRejected."""
+        allow, written as the grammar writes JSON (spaced as json.dumps writes it, keys in order),
+        raises RequestRejected."""
         forced = answer.encode("utf-8")
         done = self._call(messages, Sampling(max_tokens=len(forced) + 1), schema, forced)
         if done.finish_reason != "stop":

@@ -27,7 +27,7 @@ from formwork.tasks.grounding.reading import RECORDS_KEPT
 MAX_WORDS = 8
 WORD = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]|[\p{L}\p{N}](?:[\p{L}\p{N}'’.&+\-/]*[\p{L}\p{N}])?")
 EMAIL = regex.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
-PHONE = regex.compile(r"\+?\d[\d \t\u00a0().\-/]{5,}\d")  # within a line
+PHONE = regex.compile(r"\+?\(?\d[\d \t\u00a0().\-/]{5,}\d")  # within a line; "(415) 555-0132" whole
 
 
 class Mentions:
