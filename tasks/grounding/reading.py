@@ -17,7 +17,7 @@ Kind = Literal["exact", "normalised", "derived"]
 # Texts whose readings each per-text cache keeps: above the records a GPU server keeps in flight (256
 # in BENCHMARKS section 7). A record reads its text for its grammar, waits for the model, then reads it
 # again for its judge; with a cache smaller than the records in flight (16 or 64 before), the others
-# had evicted it by then, and at 64 in flight a record cost 22 ms of CPU instead of 2 (issue 31).
+# had evicted it by then, and the text was read twice (issue 31).
 RECORDS_KEPT = 1024
 
 

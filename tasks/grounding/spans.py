@@ -70,6 +70,12 @@ class TextWords:
         return tuple(self.folded[first:last])
 
 
+@lru_cache(maxsize=RECORDS_KEPT)
+def _text_words(text: str) -> TextWords:
+    """One `TextWords` per text, shared by the record's quote fields and its attempts."""
+    return TextWords(text)
+
+
 # The words a field's description uses, and the text's words after which its value is written: the
 # spans around them are what people answer ("paid by Maria", "Project: Apollo", "Regards,\nMaria").
 CUES = {
@@ -154,11 +160,12 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
     keeps them: e-mails and phones; then what the notes mention; then the spans after the field's
     `cues`, capitalised runs, whole lines and their segments, runs of adjacent lines joined as the
     text joins them, and last word n-grams within a line, short and early first (kept for the last
-    few texts: fields of one record differ only in `max_length` and cues)."""
+    RECORDS_KEPT calls: fields of one record differ only in `max_length` and cues)."""
     found: dict[str, None] = {}
     for token in (*EMAIL.finditer(text, concurrent=False), *PHONE.finditer(text, concurrent=False)):
         found[token.group()] = None
-    mentioned, text_words = Mentions(notes), TextWords(text)
+    mentioned = Mentions(notes)
+    text_words = _text_words(text) if mentioned else None  # only what the notes mention needs words
     lines = _lines(text)
     ranked: list[tuple[bool, int, int, int, str]] = []  # (not said, kind, words, start, span)
 
@@ -166,7 +173,7 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
         """Rank text[start:end]; an n-gram (kind 5) of `n` words ranks by its length."""
         if 0 < end - start <= max_length:
             span, said = text[start:end], False
-            if mentioned:
+            if text_words is not None:
                 words = text_words.within(start, end)
                 said = span in mentioned if words is None else mentioned.said(words)
             ranked.append((not said, kind, n, start, span))

@@ -139,7 +139,7 @@ class ValueFinder:
 @lru_cache(maxsize=RECORDS_KEPT)
 def record_values(text: str, reference: date | None = None, anchor: str | None = None) -> ValueFinder:
     """The one reading of a record's text, shared by its candidates and its grounding check (and by
-    every attempt); kept for the last 64 texts. `reference` comes from the record (`anchor` says
+    every attempt); kept for the last RECORDS_KEPT texts. `reference` comes from the record (`anchor` says
     where: "meta reference_date"); without one, a date the text states as its own ("Sent on
     2024-06-10", 今天是…) is used, and the evidence says so."""
     if reference is None and (stated := stated_reference(text)):
