@@ -85,7 +85,8 @@ def test_constrained_calls_carry_token_logprobs_that_join_to_the_text(local_engi
     text = EXPENSES[2]  # Chinese: tokens that end inside a character must still join exactly
     budget = Sampling(format_budget(schema.body))
     done = local_engine.complete(formatting_messages(schema, text, text), budget, schema.body)
-    assert done.finish_reason == "stop"
+    # the 135M model may run a number on until the budget ends (a JSON number has no length bound)
+    assert done.finish_reason == "stop" or done.completion_tokens == budget.max_tokens
     assert len(done.token_logprobs) == done.completion_tokens
     assert "".join(piece for piece, _ in done.token_logprobs) == done.text
     assert all(logprob <= 0.0 and math.isfinite(logprob) for _, logprob in done.token_logprobs)
