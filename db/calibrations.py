@@ -4,9 +4,11 @@ A calibration (tasks.evaluation.calibration) holds for one key (tasks.evaluation
 formatting model and its file, engine kind, mode, grounded decoding, reasoning model), so a run looks
 up exactly that match, in this order: the newest matching calibration in its database (made on the
 user's own gold, so it overrides the rest), else a calibration shipped with the package for that key,
-else the conservative default. Without a calibration nothing vouches for any threshold: every value
-needs `UNCALIBRATED_VALUES` probability, and an enum or boolean passes at no probability at all (a small
-model answered the first of seven labels for 30 of 30 comments, at 0.42 to 0.88). A calibration that
+else the conservative default. Without a calibration nothing vouches for any threshold, so no row is
+`ok` (`Bounds.vouched`): every value needs `UNCALIBRATED_VALUES` probability to be kept in a `partial`
+row, and an enum or boolean passes at no probability at all (a small model answered the first of seven
+labels for 30 of 30 comments, at 0.42 to 0.88). A probability alone vouches for no row: with
+Qwen2.5-Coder-1.5B on the contact gold, 59% of the rows with every value at p >= 0.99 were wrong. A calibration that
 never measured the values partial rows keep (made before migration 0008, or none kept on its gold)
 lowers the bound of rows, not of values: every value still needs `UNCALIBRATED_VALUES`, the enum and
 boolean choices its threshold. A calibration from before migration 0009 names neither the model file
@@ -17,7 +19,7 @@ own `x-min-confidence` still overrides all of these: the schema's author calibra
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from formwork.db.models import Calibration
+from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.evaluation.key import CalibrationKey
 from formwork.tasks.evaluation.shipped import FIELDS, find_shipped
 
@@ -45,6 +48,12 @@ class Bounds:
     values: float
     choices: float
     applied: dict[str, Any]  # stored on the run: calibration id (or shipped file), threshold, guarantee
+    vouched: bool = True  # False: no calibration covers the run, so no row is `ok`
+
+    def applied_to(self, options: ExtractOptions) -> ExtractOptions:
+        """`options` holding every value to these bounds, and rows to `partial` where none vouches."""
+        return replace(options, min_confidence=self.values, choice_confidence=self.choices,
+                       ok_vouched=self.vouched)  # fmt: skip
 
 
 def _matching(key: CalibrationKey) -> list[Any]:
@@ -97,10 +106,10 @@ def bounds_for(session: Session | None, key: CalibrationKey, floor: float = 0.0)
                f"decoding and the reasoning model, so it no longer applies (run formwork eval --calibrate "
                f"again); {why}")  # fmt: skip
     values = max(UNCALIBRATED_VALUES, floor)
-    guarantee = (f"none: {why}; uncalibrated conservative default, every value needs p >= {values:g} "
-                 "and no enum or boolean passes")  # fmt: skip
+    guarantee = (f"none: {why}; so no row is ok, and values with p >= {values:g} are kept in partial "
+                 "rows unchecked (no enum or boolean passes)")  # fmt: skip
     applied = {"calibration": None, "threshold": values, "guarantee": guarantee}
-    return Bounds(values, NEVER, applied)
+    return Bounds(values, NEVER, applied, vouched=False)
 
 
 def statement(applied: dict[str, Any]) -> str:

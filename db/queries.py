@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from formwork.db.models import ModelCall, Record, Result, Run, RunResult
+from formwork.tasks.calls import UNVOUCHED
 from formwork.tasks.fit import CUT
 from formwork.tasks.validate import EMPTY_ROW
 
@@ -34,6 +35,7 @@ class RunSummary:
     nulled: int = 0  # fields set to null in `partial` results
     cut: int = 0  # records whose text was cut to fit the context (never `ok`)
     empty: int = 0  # rows with no value at all (never `ok` unless the schema says `x-empty-ok`)
+    unvouched: int = 0  # rows `partial` only because no calibration covers the run
     confidence: str = ""  # which calibration applied and what it guarantees (db.calibrations)
 
     @property
@@ -50,6 +52,7 @@ class RunSummary:
             ("fields nulled (partial)", str(self.nulled)),
             ("texts cut to fit the context", str(self.cut)),
             ("rows with no value at all", str(self.empty)),
+            *([("partial only for want of a calibration", str(self.unvouched))] if self.unvouched else []),
             ("model calls", str(self.calls)),
             ("tokens in / out", f"{self.prompt_tokens} / {self.completion_tokens}"),
             ("seconds", f"{self.seconds:.1f}"),
@@ -96,6 +99,7 @@ def run_summary(session: Session, run_id: int) -> RunSummary:
         summary.nulled += len(nulled or [])
         summary.cut += any(e.startswith(CUT) for e in errors or [])
         summary.empty += any(e.startswith(EMPTY_ROW) for e in errors or [])
+        summary.unvouched += any(e.startswith(UNVOUCHED) for e in errors or [])
     if run.finished_at is not None:
         summary.seconds = (run.finished_at - run.started_at).total_seconds()
     return summary

@@ -134,7 +134,7 @@ def extract(
         bounds = applied_bounds(settings, checked, (reasoner, formatter))
         said = ""
         if bounds is not None:
-            options = replace(options, min_confidence=bounds.values, choice_confidence=bounds.choices)
+            options = bounds.applied_to(options)
             said = statement(bounds.applied)
             logger.info("extract(): confidence bounds: %s", said)
 

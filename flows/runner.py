@@ -74,7 +74,7 @@ def new_context(
         applied = None
         if settings.calibration:
             bounds = bounds_for(session, calibration_key(settings, schema, engines), settings.min_confidence)
-            options = replace(options, min_confidence=bounds.values, choice_confidence=bounds.choices)
+            options = bounds.applied_to(options)
             applied = bounds.applied
         run_id = start_run(
             session,

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines.base import Completion, Engine, EngineError, JsonSchema, Message, Sampling
+from formwork.tasks.fit import cut_verdict
 from formwork.tasks.grounding.anchors import anchored_reference
 from formwork.tasks.grounding.candidates import grounded_body
 from formwork.tasks.prompts import prompt_hash
@@ -20,6 +21,8 @@ from formwork.tasks.validate import Verdict
 
 PassName = Literal["reasoning", "formatting"]
 RANK = {"ok": 2, "partial": 1, "failed": 0}
+# begins the reason of a row that would be `ok` if a calibration vouched for it (counted in summaries)
+UNVOUCHED = "no calibration vouches for this row"
 BUDGET_CAP = 4096
 
 
@@ -52,6 +55,7 @@ class ExtractOptions:
     preset: str = "greedy"  # sampling of the call that writes the JSON (tasks/presets.py)
     allow_chat_in_constrained: bool = False  # let a chat preset through the guard (warned)
     reference_date_field: str = "reference_date"  # the meta field relative dates are read against
+    ok_vouched: bool = True  # False: no calibration covers the run, so a row is at best `partial`
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ExtractOptions:
@@ -124,6 +128,17 @@ class Outcome:
     retryable: bool = False
     queueable: bool = True  # False when no retry can help (the input itself is unusable)
     calls: list[CallLog] = field(default_factory=list)
+
+    def settle(self, options: ExtractOptions, cut_to: int | None) -> None:
+        """The kept verdict as it is stored: a cut text (`cut_to` characters) is never `ok`, nor is a
+        row that no calibration vouches for (it keeps its values and says why it is `partial`)."""
+        if cut_to is not None:
+            self.verdict = cut_verdict(self.verdict, cut_to)
+        if not options.ok_vouched and self.verdict.status == "ok":
+            self.verdict = self.verdict.capped(
+                f"{UNVOUCHED}: every value passes the uncalibrated bound, but only a calibration makes a "
+                "row ok (formwork eval GOLD --schema S --calibrate)"
+            )
 
 
 class Caller:

@@ -29,7 +29,7 @@ from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import Schema
 from formwork.tasks.calls import BUDGET_CAP, RANK, Caller, ExtractOptions, Outcome, better
 from formwork.tasks.engines.base import Completion, Engine, EngineError, Sampling
-from formwork.tasks.fit import cut_verdict, fit_source
+from formwork.tasks.fit import fit_source
 from formwork.tasks.modes import extract_single_pass
 from formwork.tasks.presets import guard, preset
 from formwork.tasks.prompts import formatting_messages, reasoning_messages
@@ -88,9 +88,7 @@ def extract_record(
                 preset(options.preset, format_budget_now), allow_chat=options.allow_chat_in_constrained
             )
             shaped = call(formatter, "formatting", messages, shaping, grammar)
-            verdict = judge(
-                schema, text, notes, shaped, meta=meta, earlier=earlier, **options.judging()
-            )
+            verdict = judge(schema, text, notes, shaped, meta=meta, earlier=earlier, **options.judging())
             earlier |= verdict.held()  # held once, held in every later attempt
             outcome.calls[-1].judged = verdict.judged()
             if better(verdict, outcome.verdict):
@@ -110,8 +108,7 @@ def extract_record(
         if RANK[outcome.verdict.status] == 0:
             outcome.verdict = Verdict("failed", None, [f"engine error: {exc}"])
             outcome.retryable = outcome.queueable = exc.retryable
-    if cut:
-        outcome.verdict = cut_verdict(outcome.verdict, len(text))
+    outcome.settle(options, len(text) if cut else None)
     return outcome
 
 

@@ -17,7 +17,7 @@ least one byte), and the prompt's scaffolding is counted once per schema.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines.base import Engine, RequestRejected
@@ -86,6 +86,4 @@ def fit_source(
 def cut_verdict(verdict: Verdict, chars: int) -> Verdict:
     """The verdict of a record whose text was cut to `chars` characters: an `ok` becomes `partial`,
     and every status carries the reason."""
-    reason = f"{CUT} {chars} characters to fit the context: what came after was never read"
-    status = "partial" if verdict.status == "ok" else verdict.status
-    return replace(verdict, status=status, errors=[*verdict.errors, reason])
+    return verdict.capped(f"{CUT} {chars} characters to fit the context: what came after was never read")

@@ -25,7 +25,7 @@ from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import Schema
 from formwork.tasks.calls import BUDGET_CAP, RANK, Caller, ExtractOptions, Outcome, better
 from formwork.tasks.engines.base import Completion, Engine, EngineError, Message, Sampling
-from formwork.tasks.fit import cut_verdict, fit_source
+from formwork.tasks.fit import fit_source
 from formwork.tasks.parsing import parse_ladder
 from formwork.tasks.presets import guard, preset
 from formwork.tasks.prompts import MAX_SOURCE_CHARS, field_guide
@@ -150,6 +150,5 @@ def extract_single_pass(
         if RANK[outcome.verdict.status] == 0:
             outcome.verdict = Verdict("failed", None, [f"engine error: {exc}"])
             outcome.retryable = exc.retryable
-    if cut:
-        outcome.verdict = cut_verdict(outcome.verdict, len(text))
+    outcome.settle(options, len(text) if cut else None)
     return outcome

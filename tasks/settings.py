@@ -96,7 +96,8 @@ class Settings(BaseSettings):
     calibration: bool = Field(
         True,
         description="apply the calibration matching schema, model and engine (formwork eval --calibrate); "
-        "none: a conservative default (values p >= 0.99, no enum passes). false: min_confidence only",
+        "none: a conservative default (no row ok; values p >= 0.99 kept in partial rows, no enum passes). "
+        "false: min_confidence only",
     )
     grounded_decoding: bool = Field(
         True,

@@ -61,6 +61,12 @@ class Verdict:
         """The paths this attempt held to their bounds (a value below it, an unsure null)."""
         return frozenset(v["path"] for v in self.values if v["verdict"] in ("below bound", "unsure null"))
 
+    def capped(self, reason: str) -> Verdict:
+        """This verdict at best `partial`, with `reason` among its errors: for a row that may be right
+        but that nothing vouches for (a cut text, a run no calibration covers)."""
+        status: Status = "partial" if self.status == "ok" else self.status
+        return replace(self, status=status, errors=[*self.errors, reason])
+
     def judged(self) -> dict[str, Any]:
         """What the judge decided about one formatting attempt, as `model_calls.judged` stores it."""
         return {"status": self.status, "least_confidence": self.least_confidence(), "values": self.values}

@@ -1,5 +1,5 @@
 """A run applies the calibration that matches its schema body, model and engine, and says so; without
-one it holds every value to the conservative default and no enum passes. Real model, real SQLite."""
+one it holds every value to the conservative default, no enum passes and no row is `ok`. Real model, real SQLite."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from formwork.db.models import Calibration, Record, Run, RunResult
 from formwork.db.session import session_factory
 from formwork.flows.batch_extract import batch_extract
 from formwork.schemas.registry import load_schema
+from formwork.tasks.calls import UNVOUCHED
 from formwork.tasks.evaluation.key import CalibrationKey, calibration_key
 from formwork.tasks.settings import Settings
 
@@ -46,7 +47,8 @@ def test_a_run_picks_up_its_calibration_and_says_what_it_guarantees(
         e for r in rows for e in r.evidence or [] if e["path"] in ("currency", "category") and not e["spans"]
     ]
     errors = " ".join(e for r in rows for e in r.errors)
-    assert all(r.status != "ok" for r in rows) or not chosen  # an enum chosen, uncalibrated: never ok
+    assert all(r.status != "ok" for r in rows)  # uncalibrated: no row is ok, whatever its values
+    assert all(r.status == "partial" for r in rows if any(e.startswith(UNVOUCHED) for e in r.errors))
     assert all(f"{e['path']} " in errors and "no calibration covers" in errors for e in chosen)
 
     key = calibration_key(Settings(), EXPENSE, (local_engine, local_engine))
@@ -65,6 +67,7 @@ def test_a_run_picks_up_its_calibration_and_says_what_it_guarantees(
     assert f"calibration {mine_id}, p >= 0" in second.confidence
     assert "precision of ok >= 0.955 at 90% confidence on 60 gold records" in second.confidence
     assert not any("no calibration covers" in e or "is below its bound" in e for r in rows for e in r.errors)
+    assert not any(e.startswith(UNVOUCHED) for r in rows for e in r.errors)  # a calibration vouches
 
 
 def test_a_fresh_database_uses_the_shipped_calibration_of_its_key_and_says_so(

@@ -189,8 +189,10 @@ def test_a_calibration_applies_to_its_own_key_only(any_db_url: str, other: dict)
         session.add(mine := _row(_key(), threshold=0.5))
         session.commit()
         assert bounds_for(session, _key()).applied["calibration"] == mine.id
+        assert bounds_for(session, _key()).vouched
         elsewhere = bounds_for(session, _key(**other))
     assert elsewhere.applied["calibration"] is None and elsewhere.choices == NEVER
+    assert not elsewhere.vouched and "so no row is ok" in elsewhere.applied["guarantee"]
 
 
 def test_a_calibration_from_before_0009_no_longer_applies_and_the_summary_says_so(any_db_url: str) -> None:
