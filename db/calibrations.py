@@ -8,11 +8,12 @@ else the conservative default. Without a calibration nothing vouches for any thr
 `ok` (`Bounds.vouched`): every value needs `UNCALIBRATED_VALUES` probability to be kept in a `partial`
 row, and an enum or boolean passes at no probability at all (a small model answered the first of seven
 labels for 30 of 30 comments, at 0.42 to 0.88). A probability alone vouches for no row: with
-Qwen2.5-Coder-1.5B on the contact gold, 59% of the rows with every value at p >= 0.99 were wrong. A calibration that
-never measured the values partial rows keep (made before migration 0008, or none kept on its gold)
-lowers the bound of rows, not of values: every value still needs `UNCALIBRATED_VALUES`, the enum and
-boolean choices its threshold. A calibration from before migration 0009 names neither the model file
-nor grounded decoding nor the reasoning model: it matches no run, and the summary says so. A field's
+Qwen2.5-Coder-1.5B on the contact gold, 59% of the rows with every value at p >= 0.99 were wrong.
+A calibration that never measured the values partial rows keep (made before migration 0008, or none
+kept on its gold) lowers the bound of rows, not of values: every value still needs
+`UNCALIBRATED_VALUES`, the enum and boolean choices its threshold. A calibration from before
+migration 0009 names neither the model file nor grounded decoding nor the reasoning model: it matches
+no run, and the summary says so. A field's
 own `x-min-confidence` still overrides all of these: the schema's author calibrated it.
 """
 

@@ -1,5 +1,6 @@
 """A run applies the calibration that matches its schema body, model and engine, and says so; without
-one it holds every value to the conservative default, no enum passes and no row is `ok`. Real model, real SQLite."""
+one it holds every value to the conservative default, no enum passes and no row is `ok`. Real model,
+real SQLite."""
 
 from __future__ import annotations
 

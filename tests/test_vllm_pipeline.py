@@ -29,6 +29,7 @@ from formwork.db.queries import RunSummary
 from formwork.db.session import session_factory
 from formwork.flows.batch_extract import batch_extract, source_label
 from formwork.schemas.registry import builtin_names, load_schema
+from formwork.tasks.calls import UNVOUCHED
 from formwork.tasks.engines.base import EngineError
 from formwork.tasks.grounding.confidence import chosen, value_paths
 from formwork.tasks.settings import Settings
@@ -218,7 +219,8 @@ def test_pipeline_through_the_server_stores_valid_json_for_every_builtin_schema(
             assert result.errors == [] and result.nulled == []
             assert result.data == json.loads(formatting.output)
         if result.status == "partial":
-            assert result.nulled and all(result.data[key] is None for key in result.nulled)
+            held = any(e.startswith(UNVOUCHED) for e in result.errors)  # sure, but uncalibrated
+            assert (result.nulled or held) and all(result.data[key] is None for key in result.nulled)
         if result.status == "failed":
             assert result.errors, "a failed result must say why"
 
