@@ -100,6 +100,8 @@ def point_at(monkeypatch: pytest.MonkeyPatch, vllm_server: VllmServer, tmp_path:
             "FORMWORK_VLLM_MODEL": vllm_server.model,
             "FORMWORK_REASONING_MAX_TOKENS": REASONING_MAX_TOKENS,
             "FORMWORK_MAX_ATTEMPTS": 1,
+            # the CPU server read prompts at 18 tokens/s on a slow day: a receipt's took past 120 s
+            "FORMWORK_VLLM_TIMEOUT_S": 600,
             **overrides,
         }
         for key, value in env.items():
