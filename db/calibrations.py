@@ -13,8 +13,8 @@ A calibration that never measured the values partial rows keep (made before migr
 kept on its gold) lowers the bound of rows, not of values: every value still needs
 `UNCALIBRATED_VALUES`, the enum and boolean choices its threshold. A calibration from before
 migration 0009 names neither the model file nor grounded decoding nor the reasoning model: it matches
-no run, and the summary says so. A field's
-own `x-min-confidence` still overrides all of these: the schema's author calibrated it.
+no run, and the summary says so. A field's own `x-min-confidence` still overrides all of these: the
+schema's author calibrated it.
 """
 
 from __future__ import annotations
@@ -49,7 +49,11 @@ class Bounds:
     values: float
     choices: float
     applied: dict[str, Any]  # stored on the run: calibration id (or shipped file), threshold, guarantee
-    vouched: bool = True  # False: no calibration covers the run, so no row is `ok`
+
+    @property
+    def vouched(self) -> bool:
+        """Whether a calibration covers the run; without one no row is `ok`."""
+        return self.applied.get("calibration") is not None
 
     def applied_to(self, options: ExtractOptions) -> ExtractOptions:
         """`options` holding every value to these bounds, and rows to `partial` where none vouches."""
@@ -110,7 +114,7 @@ def bounds_for(session: Session | None, key: CalibrationKey, floor: float = 0.0)
     guarantee = (f"none: {why}; so no row is ok, and values with p >= {values:g} are kept in partial "
                  "rows unchecked (no enum or boolean passes)")  # fmt: skip
     applied = {"calibration": None, "threshold": values, "guarantee": guarantee}
-    return Bounds(values, NEVER, applied, vouched=False)
+    return Bounds(values, NEVER, applied)
 
 
 def statement(applied: dict[str, Any]) -> str:
