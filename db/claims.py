@@ -32,13 +32,13 @@ def claim_records(
     table = RecordClaim.__table__
     rows = [{"record_id": i, "schema_name": schema.name, "schema_version": schema.version, "run_id": run_id,
              "claimed_at": now} for i in record_ids]  # fmt: skip
-    statement = upsert_insert(session, RecordClaim).values(rows)
+    statement = upsert_insert(session, table)  # rows as parameters: compiled once, not per chunk
     statement = statement.on_conflict_do_update(
         index_elements=KEY,
         set_={"run_id": statement.excluded.run_id, "claimed_at": statement.excluded.claimed_at},
         where=(table.c.claimed_at < now - stale_after) | (table.c.run_id == run_id),
     ).returning(table.c.record_id)
-    won = set(session.scalars(statement))
+    won = set(session.scalars(statement, rows))
     session.commit()
     return [i for i in record_ids if i in won]
 

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -106,11 +107,14 @@ def record_failure(
     return entry
 
 
-def record_success(session: Session, record_id: int, schema: Schema) -> None:
-    """Forget the entry of a record that now has a result. Not committed: part of the chunk's transaction."""
+def record_success(session: Session, record_ids: Collection[int], schema: Schema) -> None:
+    """Forget the entries of records that now have a result, in one statement (a DELETE a record cost
+    more than the rest of storing it). Not committed: part of the chunk's transaction."""
+    if not record_ids:
+        return
     session.execute(
         delete(RetryEntry).where(
-            RetryEntry.record_id == record_id,
+            RetryEntry.record_id.in_(record_ids),
             RetryEntry.schema_name == schema.name,
             RetryEntry.schema_version == schema.version,
         )

@@ -124,6 +124,7 @@ def is_postgres(session: Session) -> bool:
     return session.get_bind().dialect.name == "postgresql"
 
 
-def upsert_insert(session: Session, model: type) -> Any:
-    """An INSERT that supports `on_conflict_do_update`, in the session's dialect (PostgreSQL or SQLite)."""
-    return (postgresql if is_postgres(session) else sqlite).insert(model)
+def upsert_insert(session: Session, table: Any) -> Any:
+    """An INSERT into `table` (a model or its Table) that supports `on_conflict_do_update`, in the
+    session's dialect (PostgreSQL or SQLite)."""
+    return (postgresql if is_postgres(session) else sqlite).insert(table)

@@ -3,10 +3,12 @@
 `save_chunk` stores a group of finished records in one transaction: the chunk's writer (db.writer)
 hands it what finished within about a second, so a slow engine writes one record at a time and a fast
 one a group at a time (10,000 rows took 2–46 s one by one and under a second in batches of 1,000).
-Results are upserted on (record, schema name, schema version), so a resumed or repeated run updates the
-row it wrote before instead of adding a second one; `run_results` keeps what each run produced. Records
-are immutable (unique per source, key and text hash), so a result always belongs to the exact text it
-was extracted from.
+Every write passes its rows as parameters of one statement (an executemany), never as a VALUES list
+built into the statement: a statement with the rows inside is compiled again for every group, and
+that compiling cost more CPU than the rest of storing (issue 31). Results are upserted on (record,
+schema name, schema version), so a resumed or repeated run updates the row it wrote before instead
+of adding a second one; `run_results` keeps what each run produced. Records are immutable (unique per
+source, key and text hash), so a result always belongs to the exact text it was extracted from.
 
 Nothing here may abort a night on one odd value: every string is made storable on the way in
 (db.clean), and `save_chunk` falls back to storing a group's records one by one when the group's
@@ -22,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import insert, or_, select
+from sqlalchemy import and_, insert, or_, select
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -109,12 +111,12 @@ def store_records(session: Session, source: str, records: Iterable[InputRecord])
 
     def flush() -> None:
         unique = {(row["key"], row["text_hash"]): row for row in batch}
-        statement = upsert_insert(session, Record).values(list(unique.values()))
+        statement = upsert_insert(session, Record.__table__)
         statement = statement.on_conflict_do_update(
             index_elements=["source", "key", "text_hash"],
             set_={"meta": statement.excluded.meta, "problem": statement.excluded.problem},
         )
-        session.execute(statement)
+        session.execute(statement, list(unique.values()))
         found = {
             (key, digest): record_id
             for key, digest, record_id in session.execute(
@@ -197,9 +199,9 @@ def save_outcomes(
     calls = [{"run_id": run_id, "record_id": o.record_id, "created_at": utcnow(), **storable(vars(call))}
              for o in outcomes for call in o.calls]  # fmt: skip
     if calls:  # core INSERTs: the ORM's unit of work cost more CPU than the rest of a record's pipeline
-        session.execute(insert(ModelCall), calls)
+        session.execute(insert(ModelCall.__table__), calls)
     session.execute(
-        insert(RunResult),
+        insert(RunResult.__table__),
         [{"run_id": run_id, "record_id": i, "created_at": utcnow(), **{k: row[k] for k in HISTORY}}
          for i, row in rows.items()],
     )  # fmt: skip
@@ -214,23 +216,27 @@ def save_outcomes(
         ).all()
     )  # fmt: skip
     if mine:
-        statement = upsert_insert(session, Result).values([rows[o.record_id] for o in mine])
+        statement = upsert_insert(session, Result.__table__)
         key_columns = ["record_id", "schema_name", "schema_version"]
         status = Result.__table__.c.status
+        replaceable = and_(*(status != kept for kept in sorted(KEEP)))  # no IN list: not in an executemany
         session.execute(
             statement.on_conflict_do_update(
                 index_elements=key_columns,
                 set_={key: statement.excluded[key] for key in rows[ids[0]] if key not in key_columns},
-                where=or_(status.not_in(KEEP), statement.excluded.status != "failed"),
-            )
+                where=or_(replaceable, statement.excluded.status != "failed"),
+            ),
+            [rows[o.record_id] for o in mine],
         )
+    succeeded = []
     for outcome in mine:
         kept_ok = stored.get(outcome.record_id) == "ok" and outcome.verdict.status == "failed"
         if queue.wants(outcome) and not kept_ok:
             error = clean_text("; ".join(outcome.verdict.errors) or outcome.verdict.status)
             record_failure(session, outcome.record_id, schema, error, max_attempts=queue.max_attempts)
         else:
-            record_success(session, outcome.record_id, schema)
+            succeeded.append(outcome.record_id)
+    record_success(session, succeeded, schema)
     session.commit()
 
 

@@ -161,8 +161,9 @@ def run_chunks(context: RunContext, chunks: Iterable[list[int]]) -> RunSummary:
             waiting: deque = deque()
             ahead = CHUNKS_AHEAD
             for record_ids in chunks:
-                # enough chunks queued that the pool stays full while the oldest drains
-                ahead = max(ahead, -(-in_flight // len(record_ids)) + 1)
+                # twice the pool's worth of records queued, so it stays full while the oldest chunk
+                # drains and the next waits for its claims (one pool's worth left it half idle)
+                ahead = max(ahead, -(-2 * in_flight // len(record_ids)) + 1)
                 waiting.append(process_chunk.submit(shared, record_ids))
                 while len(waiting) > ahead:
                     waiting.popleft().result()

@@ -115,7 +115,7 @@ def test_record_failure_and_success_stay_in_the_callers_transaction(session: Ses
     session.rollback()
     assert list_entries(session) == []
     entry = _fail(session, ids[0])
-    record_success(session, ids[0], EXPENSE)
+    record_success(session, [ids[0]], EXPENSE)
     session.rollback()
     assert [e.id for e in list_entries(session)] == [entry.id]
 
@@ -132,8 +132,7 @@ def test_entries_are_per_record_and_schema_version(session: Session, ids: list[i
         (ids[1], EXPENSE.version): 1,
     }
 
-    record_success(session, ids[0], EXPENSE)
-    record_success(session, ids[4], EXPENSE)  # nothing queued: nothing happens
+    record_success(session, [ids[0], ids[4]], EXPENSE)  # ids[4] has nothing queued: nothing happens
     session.commit()
     assert {(e.record_id, e.schema_version) for e in list_entries(session)} == {
         (ids[0], EXPENSE_V2.version),

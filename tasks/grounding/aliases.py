@@ -46,10 +46,12 @@ def written_labels(node: dict[str, Any], text: str) -> dict[Any, Spans]:
     terms = aliases(node)
     if not terms:
         return {}
+    folded = text.casefold()  # a term not in the folded text cannot match: no search for it
     found = [
         (m.start(), m.end(), label)
         for label, ts in terms.items()
         for t in ts
+        if t.casefold() in folded
         for m in _pattern(t).finditer(text, concurrent=False)
     ]
     kept: dict[Any, list[tuple[int, int]]] = {}
