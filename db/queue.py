@@ -108,8 +108,8 @@ def record_failure(
 
 
 def record_success(session: Session, record_ids: Collection[int], schema: Schema) -> None:
-    """Forget the entries of records that now have a result, in one statement (a DELETE a record cost
-    more than the rest of storing it). Not committed: part of the chunk's transaction."""
+    """Forget the entries of records that now have a result: one DELETE for a stored group, not one a
+    record. Not committed: part of the chunk's transaction."""
     if not record_ids:
         return
     session.execute(

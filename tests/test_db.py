@@ -237,7 +237,7 @@ def test_save_outcomes_upserts_one_result_per_record_and_schema_version(any_db_u
         # Whatever the failed save queued, the ok save took back; a partial is not queued by default.
         assert queue_counts(session) == {"waiting": 0, "claimed": 0, "dead": 0}
 
-        # A retry that hit an outage never replaces a kept result, in a group as one by one.
+        # A group of failed retries (an outage) never replaces the kept results.
         run_3 = start_run(session, EXPENSE, **fields)
         save_outcomes(session, run_3, EXPENSE, [_outcome(i, "failed") for i in ids], QueuePolicy())
         session.expire_all()
