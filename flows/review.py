@@ -42,6 +42,7 @@ class ReviewItem:
     formatting_finish: str | None
     evidence: list[dict[str, Any]] = field(default_factory=list)
     notes: str = ""
+    parts: list[list[int]] = field(default_factory=list)  # a long text's parts: where each stood
 
     def row(self) -> dict[str, Any]:
         """The fields flows.verdicts reads, as `db.queries.result_rows` gives them."""
@@ -49,17 +50,37 @@ class ReviewItem:
                 "evidence": self.evidence}  # fmt: skip
 
 
+Key = tuple[int, int]  # (run id, record id)
+
+
+def _notes_and_parts(rows: Any) -> tuple[dict[Key, str], dict[Key, list[list[int]]]]:
+    """Each record's last reasoning notes (a long text's: each part's, in order) and where each part it
+    was read in stood (`judged["part"]`, tasks/long_text.py), from its reasoning calls in call order."""
+    outputs: dict[Key, dict[int, str]] = {}
+    spans: dict[Key, dict[int, list[int]]] = {}
+    for run, record, output, judged in rows:
+        part = (judged or {}).get("part") or {}
+        outputs.setdefault((run, record), {})[part.get("index", 0)] = output
+        if part.get("span"):
+            spans.setdefault((run, record), {})[part["index"]] = part["span"]
+    notes = {
+        key: "\n\n".join(f"[part {i}]\n{out}" if key in spans else out for i, out in sorted(found.items()))
+        for key, found in outputs.items()
+    }
+    return notes, {key: [found[i] for i in sorted(found)] for key, found in spans.items()}
+
+
 def load_review(session: Session, run_id: int | None, statuses: list[str] | None = None) -> list[ReviewItem]:
     """The results of a run (all runs if None), with each record's text and last reasoning notes."""
     query = select(Result, Record.key, Record.text).join(Record, Record.id == Result.record_id)
-    calls = select(ModelCall.run_id, ModelCall.record_id, ModelCall.output).where(
+    calls = select(ModelCall.run_id, ModelCall.record_id, ModelCall.output, ModelCall.judged).where(
         ModelCall.pass_name == "reasoning"
     )
     if run_id is not None:
         query, calls = query.where(Result.run_id == run_id), calls.where(ModelCall.run_id == run_id)
     if statuses:
         query = query.where(Result.status.in_(statuses))
-    notes = {(run, record): output for run, record, output in session.execute(calls.order_by(ModelCall.id))}
+    notes, parts = _notes_and_parts(session.execute(calls.order_by(ModelCall.id)))
     return [
         ReviewItem(
             key,
@@ -72,6 +93,7 @@ def load_review(session: Session, run_id: int | None, statuses: list[str] | None
             r.formatting_finish,
             r.evidence or [],
             notes.get((r.run_id, r.record_id), ""),
+            parts.get((r.run_id, r.record_id), []),
         )
         for r, key, text in session.execute(query.order_by(Result.id))
     ]
@@ -129,6 +151,8 @@ def _evidence_list(item: ReviewItem) -> str:
         extra = f", p={row['confidence']:.2f}" if row.get("confidence") is not None else ""
         if row.get("engine"):  # what the probability is: masked, renormalised, or none at all
             extra += html.escape(f" ({row.get('logprob_mode')}, {row['engine']})")
+        if row.get("part"):
+            extra += f", part {row['part']}"
         rows.append(
             f'<li class="{"ok" if grounded else "bad"}">{"✓" if grounded else "✗"} '
             f"{html.escape(row['path'])} = {value}: {html.escape(str(row.get('kind')))} "
@@ -144,6 +168,8 @@ def _record(item: ReviewItem, colour_of: dict[str, int]) -> str:
     classes = " ".join(["rec", *(f"h{c}" for c in sorted(present)), *(f"b{c}" for c in sorted(failing))])
     verdicts = "".join(f"<li>{html.escape(line)}</li>" for line in summary_line(item.row()).splitlines())
     errors = "".join(f"<li>{html.escape(e)}</li>" for e in item.errors)
+    parts = ", ".join(f"{i} at characters {s}-{e}" for i, (s, e) in enumerate(item.parts, 1))
+    parts = f'<div class="parts">read in {len(item.parts)} parts: {parts}</div>' if item.parts else ""
     if errors:
         errors = f"<details class=errors><summary>the judge's sentences</summary><ul>{errors}</ul></details>"
     return (
@@ -153,7 +179,7 @@ def _record(item: ReviewItem, colour_of: dict[str, int]) -> str:
         f", formatting {html.escape(str(item.formatting_finish))}</small></header>"
         f'<div class="cols"><div class="text">{_highlighted(item.text, item.evidence, colour_of)}</div>'
         f'<div class="json">{_json_pane(item, colour_of)}{_evidence_list(item)}</div></div>'
-        f'<ul class="verdicts">{verdicts}</ul>{errors}'
+        f'{parts}<ul class="verdicts">{verdicts}</ul>{errors}'
         f"<details><summary>reasoning notes</summary><pre>{html.escape(item.notes)}</pre></details>"
         "</section>"
     )

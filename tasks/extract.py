@@ -30,6 +30,7 @@ from formwork.schemas.registry import Schema
 from formwork.tasks.calls import BUDGET_CAP, RANK, Caller, ExtractOptions, Outcome, better
 from formwork.tasks.engines.base import Completion, Engine, EngineError, Sampling
 from formwork.tasks.fit import fit_source
+from formwork.tasks.long_text import extract_long, plan_parts
 from formwork.tasks.modes import extract_single_pass
 from formwork.tasks.presets import guard, preset
 from formwork.tasks.prompts import formatting_messages, reasoning_messages
@@ -126,9 +127,18 @@ def extract_safely(
     meta: dict[str, Any] | None = None,
 ) -> Outcome:
     """`extract_record`, with an unmapped fault failing this record instead of the whole batch; the
-    model calls made before the fault are kept (they were paid for, and they show what happened)."""
+    model calls made before the fault are kept (they were paid for, and they show what happened).
+    A text too long for the context is read in parts and merged (tasks.long_text)."""
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     try:
+        try:
+            parts = plan_parts(text, schema, engines, options)
+        except EngineError:
+            parts = []  # the context cannot hold the prompts: extract_record says so for the record
+        if len(parts) > 1:
+            return extract_long(
+                record_id, text, schema, engines, options, parts, extract_record, meta, outcome
+            )
         return extract_record(record_id, text, schema, *engines, options, meta, outcome=outcome)
     except Exception as exc:
         logger.exception("record %s: unexpected error", record_id)

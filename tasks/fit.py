@@ -41,7 +41,8 @@ class Fitted:
 _scaffolds: dict[tuple[tuple[str, ...], str], int] = {}  # (models, schema digest) -> tokens
 
 
-def _count(engines: list[Engine], text: str) -> int:
+def count_tokens(engines: list[Engine], text: str) -> int:
+    """The most tokens any of the engines makes of `text`."""
     return max(engine.count_tokens(text) for engine in engines)  # type: ignore[attr-defined]
 
 
@@ -49,19 +50,18 @@ def _scaffold(engines: list[Engine], schema: Schema) -> int:
     """Tokens of the prompt without the text: counted once per engines and schema, not per record."""
     key = (tuple(e.model for e in engines), schema.digest)  # the model names its tokenizer
     if key not in _scaffolds:
-        _scaffolds[key] = _count(engines, "\n".join(m["content"] for m in reasoning_messages(schema, "")))
+        prompt = "\n".join(m["content"] for m in reasoning_messages(schema, ""))
+        _scaffolds[key] = count_tokens(engines, prompt)
     return _scaffolds[key]
 
 
-def fit_source(
-    text: str, schema: Schema, engines: tuple[Engine, ...], reasoning: int, formatting: int
-) -> Fitted:
-    """Cut `text` to the room the smallest context leaves; raise RequestRejected if there is none."""
-    longest = len(text) > MAX_SOURCE_CHARS  # the prompts show no more than this, whatever the context
-    text = text[:MAX_SOURCE_CHARS]
-    counted = [e for e in dict.fromkeys(engines) if getattr(e, "context_window", None)]
-    if not counted:
-        return Fitted(text, None, longest)
+def counted_engines(engines: tuple[Engine, ...]) -> list[Engine]:
+    """The engines that know their context and tokenizer (test doubles do not)."""
+    return [e for e in dict.fromkeys(engines) if getattr(e, "context_window", None)]
+
+
+def source_room(schema: Schema, counted: list[Engine], reasoning: int, formatting: int) -> tuple[int, int]:
+    """(the smallest context, the tokens it leaves the source text); raise RequestRejected if too few."""
     window = min(e.context_window for e in counted)  # type: ignore[attr-defined]
     fixed = _scaffold(counted, schema) + REQUEST_TOKENS + formatting
     room = window - fixed - reasoning
@@ -71,15 +71,29 @@ def fit_source(
             f"{reasoning} reasoning tokens",
             hint="use a model with a larger context, or lower reasoning_max_tokens / format_max_tokens",
         )
+    return window, room
+
+
+def fit_source(
+    text: str, schema: Schema, engines: tuple[Engine, ...], reasoning: int, formatting: int
+) -> Fitted:
+    """Cut `text` to the room the smallest context leaves; raise RequestRejected if there is none."""
+    longest = len(text) > MAX_SOURCE_CHARS  # the prompts show no more than this, whatever the context
+    text = text[:MAX_SOURCE_CHARS]
+    counted = counted_engines(engines)
+    if not counted:
+        return Fitted(text, None, longest)
+    window, room = source_room(schema, counted, reasoning, formatting)
+    fixed = window - room - reasoning
     size = len(text.encode("utf-8"))  # a token is at least one byte: most texts fit without counting
     if size > room:
-        size = _count(counted, text)
+        size = count_tokens(counted, text)
     cut = size > room
     if cut:
         chars = int(len(text) * room / size)
-        while chars > 0 and _count(counted, text[:chars]) > room:
+        while chars > 0 and count_tokens(counted, text[:chars]) > room:
             chars = int(chars * 0.9)
-        text, size = text[:chars], _count(counted, text[:chars])
+        text, size = text[:chars], count_tokens(counted, text[:chars])
     return Fitted(text, window - fixed - size, cut or longest)
 
 

@@ -104,6 +104,11 @@ class Settings(BaseSettings):
         description="the formatting grammar allows each quote/value field only what its text backs "
         "(BENCHMARKS section 17: more values right and kept at the same bound)",
     )
+    split_long_texts: bool = Field(
+        True,
+        description="a text too long for the context is read in parts on its natural units and the "
+        "parts merged (tasks/long_text.py); false: cut it to fit (never ok)",
+    )
     reference_date_field: str = Field(
         "reference_date",
         min_length=1,

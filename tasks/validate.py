@@ -81,7 +81,7 @@ def only_guesses(errors: list[str]) -> bool:
     return bool(errors) and all(error.endswith(HELD) for error in errors)
 
 
-def _field_errors(schema: Schema, data: Any, source: str) -> list[tuple[Path, str]]:
+def field_errors(schema: Schema, data: Any, source: str) -> list[tuple[Path, str]]:
     """jsonschema on the checked body, then the semantic checks, each error with its path. Absent values
     are left out first (schemas/conform.py), so `oneOf` of `required`, `not`, `dependencies` or
     `maxProperties` never count a grammar's `null` as a key the text gave."""
@@ -93,7 +93,9 @@ def _field_errors(schema: Schema, data: Any, source: str) -> list[tuple[Path, st
     return errors + semantic_errors(schema.checked_body, data, source)
 
 
-def _nulled(schema: Schema, data: dict[str, Any], errors: list[tuple[Path, str]]) -> tuple[Any, list[str]]:
+def null_failures(
+    schema: Schema, data: dict[str, Any], errors: list[tuple[Path, str]]
+) -> tuple[Any, list[str]]:
     """`data` with each failed path (or its nearest nullable ancestor) set to null, and those paths;
     (None, []) when one cannot be nulled (a critical or non-nullable node, or the root)."""
     targets = {null_target(schema.checked_body, path) for path, _ in errors}
@@ -228,31 +230,33 @@ def judge(
     except json.JSONDecodeError as exc:
         reason = f"no JSON came back ({exc.msg} at character {exc.pos}; finish={formatting.finish_reason})"
         return Verdict("failed", None, [reason])
-    field_errors = _field_errors(schema, data, source)
+    refusals = field_errors(schema, data, source)
     evidence: list[Evidence] = []
     held: list[Held] = []
     nulls: dict[str, float] = {}
     if isinstance(data, dict):
-        failing = {path for path, _ in field_errors}
+        failing = {path for path, _ in refusals}
         bounds = (min_confidence, choice_confidence)
         evidence, errors, held, nulls = _evidence_errors(
             schema, data, source, formatting, meta, bounds, failing, reference_field, earlier
         )
-        field_errors += errors
+        refusals += errors
     rows = [e.as_row() for e in evidence]
     stops = [
         f"{name} pass stopped at {done.finish_reason} after {done.completion_tokens} tokens"
         for name, done in (("reasoning", reasoning), ("formatting", formatting))
         if done.finish_reason != "stop"
     ]
-    feedback = [message for _, message in field_errors]  # what a retry can fix; a bound is not told
+    feedback = [message for _, message in refusals]  # what a retry can fix; a bound is not told
     below = [(parse_path(h.path), h.message) for h in held if not h.null]
-    failures = field_errors + below
+    failures = refusals + below
     unsure = [h.message for h in held if h.null]
-    fixed, nulled = _nulled(schema, data, failures) if isinstance(data, dict) and failures else (data, [])
-    if fixed is not None and failures and _field_errors(schema, fixed, source):
+    fixed, nulled = (data, [])
+    if isinstance(data, dict) and failures:
+        fixed, nulled = null_failures(schema, data, failures)
+    if fixed is not None and failures and field_errors(schema, fixed, source):
         fixed = None  # nulling did not make it valid (a constraint across fields): never store it as partial
-    values = judged_values(evidence, nulls, held, field_errors, nulled)
+    values = judged_values(evidence, nulls, held, refusals, nulled)
     messages = [message for _, message in failures] + unsure
     if stops or not isinstance(data, dict) or fixed is None:
         data = data if isinstance(data, dict) else None

@@ -1,0 +1,101 @@
+"""A text too long for the model's context: read it in parts, each through the same pipeline, then merge.
+
+Cutting such a text loses what stood after the cut (the line items of a long receipt, the second
+expense of a statement, the signature at the bottom of a thread), and a cut text is never `ok`
+(tasks/fit.py). So a text that does not fit is split on its natural units (tasks/split.py), each part
+is extracted as a record of its own (both passes, grounded decoding against the part's own text, the
+same judge and bounds), under the part's schema (schemas/roles.py: a part may not state a header
+field), and the parts' rows are merged (tasks/merge.py) with every span moved to where it stands in
+the whole text. Each call is logged with the part it read (`judged["part"]`), so the review page and
+a reader of the calls can tell the parts apart.
+
+The whole record is `ok` only when every part is and the merge found no conflict, and, as for any
+row, only where a calibration vouches for the run (`Outcome.settle`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+from formwork.schemas.budget import format_budget
+from formwork.schemas.registry import Schema
+from formwork.schemas.roles import part_body, schema_roles
+from formwork.tasks.calls import ExtractOptions, Outcome
+from formwork.tasks.engines.base import Engine
+from formwork.tasks.fit import count_tokens, counted_engines, source_room
+from formwork.tasks.merge import merge
+from formwork.tasks.prompts import MAX_SOURCE_CHARS
+from formwork.tasks.split import Part, split_text
+from formwork.tasks.validate import Verdict
+
+PerRecord = Callable[..., Outcome]  # tasks.extract.extract_record, passed in (it dispatches here)
+_part_schemas: dict[str, Schema] = {}
+
+
+def part_schema(schema: Schema) -> Schema:
+    """The schema each part is read under (`schemas.roles.part_body`), built once per schema."""
+    if schema.digest not in _part_schemas:
+        body = part_body(schema.body)
+        _part_schemas[schema.digest] = Schema(schema.name, schema.version, body, f"{schema.source} (part)")
+    return _part_schemas[schema.digest]
+
+
+def splittable(schema: Schema) -> bool:
+    """Only an object schema with properties merges field by field (a bare array root does not)."""
+    return schema.body.get("type") == "object" and bool(schema.body.get("properties"))
+
+
+def plan_parts(
+    text: str, schema: Schema, engines: tuple[Engine, Engine], options: ExtractOptions
+) -> list[Part]:
+    """The parts `text` is read in: one when it fits the engines' context (or cannot be split)."""
+    if not options.split_long_texts or not splittable(schema):
+        return [Part(0, len(text))]
+    reading = part_schema(schema)
+    counted = counted_engines(engines)
+    formatting = options.format_max_tokens or format_budget(reading.grammar_body)
+    room = source_room(reading, counted, options.reasoning_max_tokens, formatting)[1] if counted else 0
+
+    def fits(piece: str) -> bool:
+        if len(piece) > MAX_SOURCE_CHARS:
+            return False
+        return not counted or len(piece.encode("utf-8")) <= room or count_tokens(counted, piece) <= room
+
+    return split_text(text, fits)
+
+
+def _finish(outcomes: list[Outcome], name: str) -> str | None:
+    finishes = [getattr(o, name) for o in outcomes]
+    return next((f for f in finishes if f not in ("stop", None)), finishes[-1] if finishes else None)
+
+
+def extract_long(
+    record_id: int, text: str, schema: Schema, engines: tuple[Engine, Engine], options: ExtractOptions,
+    parts: list[Part], per_record: PerRecord, meta: dict[str, Any] | None = None,
+    outcome: Outcome | None = None,
+) -> Outcome:  # fmt: skip
+    """Extract each part with `per_record`, merge, and settle the whole record's verdict."""
+    outcome = outcome or Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
+    reading, each = part_schema(schema), replace(options, ok_vouched=True)  # vouched once, for the whole
+    done: list[Outcome] = []
+    for index, part in enumerate(parts):
+        got = per_record(record_id, part.text(text), reading, *engines, each, meta)
+        where = {"index": index + 1, "of": len(parts), "span": [part.start, part.end]}
+        for call in got.calls:
+            call.judged = {**(call.judged or {}), "part": where}
+        outcome.calls += got.calls
+        done.append(got)
+        if got.retryable:  # the engine failed: the whole record is retried, not a merge of what is left
+            outcome.verdict, outcome.retryable, outcome.queueable = got.verdict, True, got.queueable
+            outcome.attempts = max(o.attempts for o in done)
+            return outcome
+    judged = [(part, got.verdict) for part, got in zip(parts, done, strict=True)]
+    merged = merge(schema, schema_roles(schema.body), text, judged)
+    outcome.verdict = merged.verdict
+    outcome.attempts = max(o.attempts for o in done)
+    outcome.reasoning_finish = _finish(done, "reasoning_finish")
+    outcome.formatting_finish = _finish(done, "formatting_finish")
+    outcome.settle(options, None)
+    return outcome

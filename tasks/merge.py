@@ -1,0 +1,195 @@
+"""Merge the rows of a long text's parts into one row, deterministically, and say what could not merge.
+
+Each part was judged on its own text (tasks/long_text.py); here its evidence is moved to where it
+stands in the whole text, and the parts' values are combined by each field's role (schemas/roles.py):
+- items: every part's items in order of first appearance; an item of a later part is the same item
+  as a kept one when both are equal and written where the two parts overlap (the overlap was read
+  twice; each kept item absorbs one copy per part, so two equal lines stay two), or when the fields
+  its `x-key` names are all equal;
+- header: the value every part that states it agrees on; parts that disagree make a conflict: the
+  field is nulled and listed with what each part said (the row `partial`, or `failed` where the field
+  is critical), never a silent pick. A part that does not state it is not a disagreement.
+A part's refusals stay the merged row's (with the part named), except those about a header field
+another part stated; a failed part makes the row `partial` at best (its items are missing). The merged
+row is then judged against the user's own schema, as any row is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from formwork.schemas.paths import Path
+from formwork.schemas.registry import Schema
+from formwork.schemas.roles import Roles
+from formwork.tasks.grounding.confidence import value_paths
+from formwork.tasks.split import Part
+from formwork.tasks.validate import EMPTY_ROW, Verdict, as_written, field_errors, null_failures, parse_path
+
+ITEM_PATH = re.compile(r"^([^.\[\]]+)\[(\d+)\](.*)$")
+
+
+@dataclass(frozen=True)
+class Merged:
+    """The merged verdict, and what the merge measured: duplicates dropped, fields in conflict."""
+
+    verdict: Verdict
+    duplicates: int
+    conflicts: tuple[str, ...]
+
+
+def _about(message: str, name: str) -> bool:
+    return message.startswith((f"{name} ", f"{name}:", f"{name}.", f"{name}["))
+
+
+def _shift(row: dict[str, Any], part: Part, index: int, path: str) -> dict[str, Any]:
+    spans = [[part.to_whole(s), part.to_whole(max(s, e - 1)) + 1] for s, e in row.get("spans") or []]
+    return {**row, "path": path, "spans": spans, "part": index + 1}
+
+
+def _within(spans: dict[str, list[list[int]]], region: tuple[int, int]) -> bool:
+    """Whether any value of an item is written inside `region` of the whole text."""
+    return any(a < region[1] and region[0] < b for found in spans.values() for a, b in found)
+
+
+def _same_key(one: Any, other: Any, key: tuple[str, ...]) -> bool:
+    if not key or not isinstance(one, dict) or not isinstance(other, dict):
+        return False
+    values = [(one.get(k), other.get(k)) for k in key]
+    return all(a is not None and a == b for a, b in values)
+
+
+class _Merge:
+    """One merge: the parts' verdicts, and the merged row's pieces as they are gathered."""
+
+    def __init__(self, schema: Schema, roles: Roles, parts: list[tuple[Part, Verdict]]):
+        self.schema, self.roles, self.parts = schema, roles, parts
+        # a failed part's values are never stored (as for any failed row): only the others merge
+        self.usable = [(i, part, v) for i, (part, v) in enumerate(parts) if v.status != "failed"]
+        self.data: dict[str, Any] = {}
+        self.rows: list[dict[str, Any]] = []
+        self.values: list[dict[str, Any]] = []
+        self.messages: list[str] = []
+        self.nulled: list[str] = []
+        self.duplicates = 0
+        self.conflicts: list[str] = []
+        self.stated: set[str] = set()  # header fields some part stated and all agreed on
+
+    def label(self, index: int) -> str:
+        part = self.parts[index][0]
+        return f"part {index + 1} of {len(self.parts)} (characters {part.start}-{part.end})"
+
+    def overlap(self, earlier: int, later: int) -> tuple[int, int]:
+        """The stretch of the whole text both parts read (empty when they do not overlap)."""
+        return self.parts[later][0].start, self.parts[earlier][0].end
+
+    def items(self, name: str) -> None:
+        kept: list[tuple[int, Any, dict[str, list[list[int]]]]] = []
+        absorbed: set[tuple[int, int]] = set()
+        for index, part, verdict in self.usable:
+            found = (verdict.data or {}).get(name)
+            renamed: dict[int, int] = {}
+            for j, item in enumerate(found if isinstance(found, list) else []):
+                spans: dict[str, list[list[int]]] = {}
+                for row in verdict.evidence:
+                    matched = ITEM_PATH.match(row["path"])
+                    if matched and matched[1] == name and int(matched[2]) == j:
+                        spans.setdefault(matched[3], []).extend(_shift(row, part, index, "")["spans"])
+                same = [
+                    k for k, (other, value, quoted) in enumerate(kept)
+                    if other != index and (k, index) not in absorbed
+                    and (_same_key(item, value, self.roles.keys.get(name, ()))
+                         or (item == value and _within(spans, self.overlap(other, index))
+                             and _within(quoted, self.overlap(other, index))))
+                ]  # fmt: skip
+                if same:
+                    self.duplicates += 1
+                    absorbed.add((same[0], index))  # one copy per part: two equal lines stay two
+                    continue
+                renamed[j] = len(kept)
+                kept.append((index, item, spans))
+            for source, target in ((verdict.evidence, self.rows), (verdict.values, self.values)):
+                for row in source:
+                    matched = ITEM_PATH.match(row["path"])
+                    if matched and matched[1] == name and int(matched[2]) in renamed:
+                        path = f"{name}[{renamed[int(matched[2])]}]{matched[3]}"
+                        shifted = _shift(row, part, index, path)
+                        target.append(shifted if "spans" in row else {**row, "path": path, "part": index + 1})
+            self.nulled += [
+                f"{name}[{renamed[int(m[2])]}]{m[3]}"
+                for path in verdict.nulled
+                if (m := ITEM_PATH.match(path)) and m[1] == name and int(m[2]) in renamed
+            ]
+        self.data[name] = [item for _, item, _ in kept]
+
+    def header(self, name: str) -> None:
+        said = [
+            (index, verdict.data[name]) for index, _, verdict in self.usable
+            if isinstance(verdict.data, dict) and verdict.data.get(name) is not None
+        ]  # fmt: skip
+        distinct = {json.dumps(value, sort_keys=True, ensure_ascii=False) for _, value in said}
+        self.data[name] = None
+        if len(distinct) == 1:
+            self.data[name] = said[0][1]
+            self.stated.add(name)
+        elif len(distinct) > 1:
+            shown = "; ".join(f"part {i + 1} says {json.dumps(v, ensure_ascii=False)}" for i, v in said)
+            self.conflicts.append(name)
+            self.messages.append(f"{name}: the parts disagree ({shown}); nulled, as no part outranks another")
+        for index, part, verdict in self.usable:
+            for row in verdict.evidence:
+                if row["path"] == name and (name not in self.stated or row["value"] == self.data[name]):
+                    self.rows.append(_shift(row, part, index, name))
+            for entry in verdict.values:
+                if entry["path"] != name:
+                    continue
+                if name in self.conflicts:
+                    entry = {**entry, "verdict": "refused"}
+                elif name in self.stated and entry["value"] != self.data[name]:
+                    continue  # a part that did not state it, or stated it and was refused: not this row's
+                self.values.append({**entry, "part": index + 1})
+            if name not in self.stated:
+                self.nulled += [path for path in verdict.nulled if path == name]
+
+    def part_messages(self) -> None:
+        for index, (_, verdict) in enumerate(self.parts):
+            if verdict.status == "failed":
+                reasons = "; ".join(verdict.errors)
+                self.messages.append(f"{self.label(index)} failed, so what it holds is missing: {reasons}")
+                continue
+            for message in verdict.errors:
+                if message.startswith(EMPTY_ROW) or any(_about(message, h) for h in self.stated):
+                    continue  # judged again on the merged row; a header another part stated
+                self.messages.append(f"part {index + 1} of {len(self.parts)}: {message}")
+
+
+def merge(schema: Schema, roles: Roles, source: str, parts: list[tuple[Part, Verdict]]) -> Merged:
+    """One verdict for the whole text from its parts' verdicts (see the module docstring)."""
+    if all(verdict.status == "failed" for _, verdict in parts):
+        errors = [f"part {i + 1} of {len(parts)}: {e}" for i, (_, v) in enumerate(parts) for e in v.errors]
+        return Merged(Verdict("failed", None, errors), 0, ())
+    run = _Merge(schema, roles, parts)
+    for name in roles.items:
+        run.items(name)
+    for name in roles.headers:
+        run.header(name)
+    run.part_messages()
+    failures: list[tuple[Path, str]] = [((name,), f"{name}: the parts disagree") for name in run.conflicts]
+    failures += field_errors(schema, run.data, source)
+    data: Any = run.data
+    if failures:
+        data, nulled = null_failures(schema, run.data, failures)
+        run.nulled = sorted({*run.nulled, *nulled})
+        conflicted = {(name,) for name in run.conflicts}  # already said, with what each part gave
+        run.messages += [message for path, message in failures if path[:1] not in conflicted]
+    if data is None:
+        verdict = Verdict("failed", run.data, run.messages, evidence=run.rows, values=run.values)
+        return Merged(verdict, run.duplicates, tuple(run.conflicts))
+    if not any(value_paths(schema.checked_body, data)) and not schema.body.get("x-empty-ok"):
+        run.messages.append(f"{EMPTY_ROW}: every field is null in every part")
+    status = "partial" if run.messages else "ok"
+    verdict = Verdict(status, data, run.messages, run.nulled, [], run.rows, run.values)
+    verdict = as_written(schema, verdict, {parse_path(path) for path in run.nulled})
+    return Merged(verdict, run.duplicates, tuple(run.conflicts))

@@ -1,0 +1,153 @@
+"""Split a long text into parts that each fit the model's context, on the text's own natural units.
+
+A cut in the middle of a line item, a table row or a signature loses a value in both parts, so parts
+end where the text does: between mail messages (a `From:` header, "On ... wrote:", a forwarded or
+original-message marker), then paragraphs, then lines, then sentences (CJK ones end in 。！？ with no
+space), and only a single sentence too long for any part is cut by characters. A unit is broken into
+the next, finer kind only when it does not fit whole.
+
+Consecutive parts overlap by at least one unit (the previous part's last line, or its last sentence
+when that line is long), so an item that straddles two parts is read whole in one of them; the merge
+(tasks/merge.py) drops the copy the other part read. A table's header row is repeated at the top of
+each part that starts among its rows, so each part knows what its columns are.
+
+Size is the caller's `fits`: in the engines' tokens, against the room tasks/fit.py leaves the source
+text (a text whose bytes fit is not counted, as a token is at least one byte).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+Span = tuple[int, int]
+MESSAGE = re.compile(
+    r"^(?:From: |-{2,} ?(?:Original Message|Forwarded message)|On .{3,200} wrote:\s*$"
+    r"|Le .{3,200} a écrit ?:|Am .{3,200} schrieb)",
+    re.MULTILINE | re.IGNORECASE,
+)
+PARAGRAPH = re.compile(r"\n[ \t]*\n")
+LINE = re.compile(r"\n")
+SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
+TABLE_SEPARATORS = ("|", "\t")
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a long text: the text a model reads, and where each of its characters stood in the
+    whole. `text` is `header + whole[start:end]`, where `header` (a table's header row, or "") stood at
+    `header_at` in the whole text."""
+
+    start: int
+    end: int
+    header: str = ""
+    header_at: int = 0
+
+    def text(self, whole: str) -> str:
+        return self.header + whole[self.start : self.end]
+
+    def to_whole(self, position: int) -> int:
+        """Where the character at `position` of this part's text stands in the whole text."""
+        if position < len(self.header):
+            return self.header_at + position
+        return self.start + position - len(self.header)
+
+
+def _pieces(text: str, span: Span, pattern: re.Pattern[str], before: bool) -> list[Span]:
+    """`span` cut at each match of `pattern`: before it (a message header starts the next piece) or
+    after it (a newline ends its line)."""
+    start, end = span
+    cuts = [m.start() if before else m.end() for m in pattern.finditer(text, start, end)]
+    bounds = [start, *(c for c in cuts if start < c < end), end]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+
+LEVELS: tuple[tuple[re.Pattern[str], bool], ...] = (
+    (MESSAGE, True), (PARAGRAPH, False), (LINE, False), (SENTENCE, False),
+)  # fmt: skip
+
+
+def units(text: str, fits: Callable[[str], bool], span: Span | None = None, level: int = 0) -> list[Span]:
+    """`text` (or its `span`) as consecutive spans that each fit, each as coarse a unit as fits."""
+    span = span or (0, len(text))
+    if fits(text[span[0] : span[1]]):
+        return [span]
+    if level == len(LEVELS):
+        middle = (span[0] + span[1]) // 2  # one sentence too long for any part: halve it
+        if middle == span[0]:
+            return [span]
+        return units(text, fits, (span[0], middle), level) + units(text, fits, (middle, span[1]), level)
+    pieces = _pieces(text, span, *LEVELS[level])
+    if len(pieces) == 1:
+        return units(text, fits, span, level + 1)
+    return [unit for piece in pieces for unit in units(text, fits, piece, level + 1)]
+
+
+def _overlap_start(text: str, part: Span) -> int:
+    """Where the next part starts: the start of this part's last line that holds something, or of its
+    last sentence when that line (and what follows it) is over a quarter of the part."""
+    start, end = part
+    stop = start + len(text[start:end].rstrip())  # the last line that holds something
+    line = max(text.rfind("\n", start, max(start, stop - 1)) + 1, start)
+    if (end - line) * 4 > end - start:
+        sentences = [m.end() for m in SENTENCE.finditer(text, line, max(line, stop - 1))]
+        line = sentences[-1] if sentences else end
+    return line
+
+
+def _table_headers(text: str) -> list[tuple[int, int, int]]:
+    """Each table in `text` as (header start, header end, table end): three or more consecutive lines
+    with the same number of `|` (or tab) separators; the header is its first line, with a `---` rule
+    line under it when there is one."""
+    tables, lines, at = [], [], 0
+    for line in text.split("\n"):
+        lines.append((at, at + len(line) + 1, line))
+        at += len(line) + 1
+    run: list[tuple[int, int, str]] = []
+
+    def close() -> None:
+        if len(run) >= 3:
+            header_end = run[1][1] if set(run[1][2]) <= set("|-:+ \t") else run[0][1]
+            tables.append((run[0][0], min(header_end, len(text)), min(run[-1][1], len(text))))
+
+    def shape(line: str) -> tuple[int, int]:
+        return tuple(line.count(sep) for sep in TABLE_SEPARATORS)  # type: ignore[return-value]
+
+    for entry in lines:
+        if run and shape(entry[2]) == shape(run[-1][2]) and any(shape(entry[2])):
+            run.append(entry)
+            continue
+        close()
+        run = [entry] if any(shape(entry[2])) else []
+    close()
+    return tables
+
+
+def split_text(text: str, fits: Callable[[str], bool]) -> list[Part]:
+    """`text` as parts that each fit, on natural units, overlapping by one unit; one part if it fits."""
+    if fits(text):
+        return [Part(0, len(text))]
+    tables = _table_headers(text)
+
+    def part(start: int, end: int) -> Part:
+        for table_start, header_end, table_end in tables:
+            if header_end <= start < table_end:
+                return Part(start, end, text[table_start:header_end], table_start)
+        return Part(start, end)
+
+    spans = units(text, fits)
+    parts: list[Part] = []
+    index, start = 0, 0
+    while index < len(spans):
+        if parts and not fits(part(start, spans[index][1]).text(text)):
+            start = spans[index][0]  # the overlap and the next unit do not fit together: no overlap
+        while index + 1 < len(spans) and fits(part(start, spans[index + 1][1]).text(text)):
+            index += 1
+        parts.append(part(start, spans[index][1]))
+        index += 1
+        if index < len(spans):
+            following = _overlap_start(text, (start, spans[index - 1][1]))
+            start = following if start < following < spans[index][0] else spans[index][0]
+    return parts

@@ -1,0 +1,230 @@
+"""Long texts: split on natural units, each part judged on its own text, merged with spans into the whole.
+
+The merge is measured apart from the model first, as the judge is: each part answered as a perfect
+model would (the items its own text lists, the header fields its text states), through the real judge;
+then one part made wrong. Then the real embedded model reads a text too long for one prompt through
+the real flow and SQLite, and the review page shows the parts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sqlalchemy import select
+
+from formwork.db.models import ModelCall, Record, Result
+from formwork.db.session import session_factory
+from formwork.flows.batch_extract import batch_extract
+from formwork.flows.review import load_review, render_review
+from formwork.schemas.registry import load_checked_body, load_schema
+from formwork.schemas.roles import part_body, role_problems, schema_roles
+from formwork.tasks.engines.base import Completion
+from formwork.tasks.fit import CUT
+from formwork.tasks.long_text import part_schema
+from formwork.tasks.merge import merge
+from formwork.tasks.split import Part, split_text
+from formwork.tasks.validate import Verdict, judge
+
+RECEIPT = load_schema("receipt")
+ROLES = schema_roles(RECEIPT.body)
+ITEMS = [(f"Widget model {chr(65 + i % 26)}{i}", i % 4 + 1, round(2.5 + i * 1.25, 2)) for i in range(18)]
+TOTAL = round(sum(amount for *_, amount in ITEMS), 2)
+
+
+def receipt_text(items: list[tuple[str, int, float]] = ITEMS) -> str:
+    lines = ["Hardware Haus GmbH", "Date: 2024-05-06", "| item | qty | price |", "|---|---|---|"]
+    lines += [f"| {name} | {qty} | {amount:.2f} |" for name, qty, amount in items]
+    return "\n".join([*lines, f"Total {TOTAL:.2f} EUR"])
+
+
+TEXT = receipt_text()
+EXTRA = {"| Widget model A0 | 5 | 2.50 |": {"description": "Widget model A0", "quantity": 5, "amount": 2.5}}
+
+
+def fits(limit: int):
+    return lambda piece: len(piece) <= limit
+
+
+def answer(text: str, **changes: Any) -> dict[str, Any]:
+    """What a perfect model writes for `text` (a part): what it states, null for what it does not, and
+    one item per item line it shows."""
+    lines = {f"| {d} | {q} | {a:.2f} |": {"description": d, "quantity": q, "amount": a} for d, q, a in ITEMS}
+    lines |= {line: item for line, item in EXTRA.items()}
+    data = {
+        "merchant": "Hardware Haus GmbH" if "Hardware Haus GmbH" in text else None,
+        "date": "2024-05-06" if "2024-05-06" in text else None,
+        "total": TOTAL if f"Total {TOTAL:.2f}" in text else None,
+        "currency": "EUR" if "EUR" in text else None,
+        "items": [dict(lines[line]) for line in text.split("\n") if line in lines],
+    }
+    return data | changes
+
+
+def judged(text: str, data: dict[str, Any]) -> Verdict:
+    written = json.dumps(data)
+    shaped = Completion(written, "stop", 1, 1, 0.0, "perfect", ((written, 0.0),))
+    return judge(part_schema(RECEIPT), text, Completion("notes", "stop", 1, 1, 0.0, "perfect"), shaped)
+
+
+def perfect_parts(text: str = TEXT, limit: int = 300) -> list[tuple[Part, Verdict]]:
+    return [
+        (part, judged(part.text(text), answer(part.text(text)))) for part in split_text(text, fits(limit))
+    ]
+
+
+def test_parts_fit_overlap_by_a_line_and_repeat_the_table_header() -> None:
+    parts = split_text(TEXT, fits(300))
+    assert len(parts) >= 3 and parts[0].start == 0 and parts[-1].end == len(TEXT)
+    for before, after in itertools.pairwise(parts):
+        assert after.start < before.end, "consecutive parts share at least one unit"
+        assert TEXT[after.start - 1] == "\n" and TEXT[after.start : before.end].strip(), "on a line"
+    for part in parts:
+        shown = part.text(TEXT)
+        assert len(shown) <= 300 and all(shown[i] == TEXT[part.to_whole(i)] for i in range(len(shown)))
+        if part.start > TEXT.index("|---|"):
+            assert shown.startswith("| item | qty | price |\n|---|---|---|\n")
+
+
+def test_a_mail_thread_splits_between_messages_and_cjk_between_sentences() -> None:
+    mails = [
+        f"From: Person {i} <p{i}@example.com>\nHello,\n{'some words ' * 12}\nBest,\nPerson {i}\n"
+        for i in range(5)
+    ]
+    thread = "\n".join(mails)
+    parts = split_text(thread, fits(len(mails[0]) + 40))
+    assert len(parts) >= 3
+    assert all(thread[p.start :].startswith(("From: ", "Person ")) for p in parts[1:]), (
+        "a message or its signature"
+    )
+    chinese = "我们在北京的酒店住了两晚。" * 30
+    cut = split_text(chinese, fits(60))
+    assert all(chinese[p.end - 1] == "。" for p in cut[:-1]), "a CJK part ends where a sentence does"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.text(st.sampled_from("ab c.\n|。"), max_size=40), min_size=1, max_size=30), st.integers(8, 90)
+)
+def test_parts_cover_the_whole_text_and_each_fits(pieces: list[str], limit: int) -> None:
+    text = "".join(pieces)
+    parts = split_text(text, fits(limit))
+    covered = set()
+    for part in parts:
+        assert len(part.text(text)) <= limit or part.end - part.start <= 1
+        covered |= set(range(part.start, part.end))
+    assert covered == set(range(len(text)))
+
+
+def test_roles_follow_the_shape_and_the_annotations() -> None:
+    assert ROLES.items == ["items"] and ROLES.headers == ["merchant", "date", "total", "currency"]
+    body = json.loads(json.dumps(RECEIPT.body))
+    body["properties"]["items"]["x-split"] = "header"
+    body["properties"]["merchant"]["x-split"] = "items"
+    body["properties"]["date"]["x-key"] = ["description"]
+    assert schema_roles(body).headers[-1] == "items"
+    problems = role_problems(body)
+    assert any("merchant" in p and "needs an array" in p for p in problems)
+    assert any("date" in p and "x-key" in p for p in problems)
+    assert any("from its shape" in line for line in ROLES.explain())
+    part = part_body(RECEIPT.body)["properties"]
+    assert "null" in part["total"]["type"] and not part["total"].get("x-critical")
+    assert None in part["currency"]["enum"] and part["items"] == RECEIPT.body["properties"]["items"]
+
+
+def test_perfect_parts_merge_into_a_perfect_ok_row_with_spans_in_the_whole_text() -> None:
+    parts = perfect_parts()
+    assert all(verdict.status == "ok" for _, verdict in parts), [v.errors for _, v in parts]
+    merged = merge(RECEIPT, ROLES, TEXT, parts)
+    assert merged.verdict.status == "ok", merged.verdict.errors
+    assert merged.verdict.data == answer(TEXT) and merged.duplicates >= 1
+    quoted = [row for row in merged.verdict.evidence if row["quote"] and row["spans"]]
+    assert quoted and all(any(TEXT[s:e] == row["quote"] for s, e in row["spans"]) for row in quoted)
+    assert {row["part"] for row in quoted} == set(range(1, len(parts) + 1))
+
+
+def test_two_equal_lines_stay_two_items() -> None:
+    twice = [*ITEMS[:5], ITEMS[4], *ITEMS[5:]]
+    text = receipt_text(twice)
+    merged = merge(RECEIPT, ROLES, text, perfect_parts(text))
+    assert [i["description"] for i in merged.verdict.data["items"]] == [d for d, *_ in twice]
+
+
+def test_parts_that_disagree_on_a_header_field_null_it_and_say_what_each_said() -> None:
+    parts = perfect_parts()
+    part, _ = parts[1]
+    shown = part.text(TEXT)
+    named = shown.split("\n")[-2].split(" | ")[0].strip("| ")  # a name this part's text does show
+    parts[1] = (part, judged(shown, answer(shown, merchant=named)))
+    merged = merge(RECEIPT, ROLES, TEXT, parts)
+    assert merged.verdict.status == "partial" and merged.conflicts == ("merchant",)
+    assert merged.verdict.data["merchant"] is None and "merchant" in merged.verdict.nulled
+    assert any("Hardware Haus GmbH" in e and named in e for e in merged.verdict.errors)
+    parts[1] = (part, judged(shown, answer(shown, currency="USD")))  # an enum needs no span
+    merged = merge(RECEIPT, ROLES, TEXT, parts)
+    assert merged.verdict.status == "failed" and "currency" in merged.conflicts, "critical: never a pick"
+
+
+def test_a_wrong_value_and_a_failed_part_never_make_the_merged_row_ok() -> None:
+    parts = perfect_parts()
+    part, _ = parts[1]
+    shown = part.text(TEXT)
+    wrong = answer(shown)
+    wrong["items"][0]["amount"] = 999.99  # the text never states it
+    parts[1] = (part, judged(shown, wrong))
+    merged = merge(RECEIPT, ROLES, TEXT, parts)
+    assert merged.verdict.status == "partial"
+    assert any(e.startswith("part 2 of") and "999.99" in e for e in merged.verdict.errors)
+    assert 999.99 not in [item["amount"] for item in merged.verdict.data["items"]]
+    parts = perfect_parts()
+    parts[1] = (parts[1][0], Verdict("failed", None, ["no JSON came back"]))  # the last holds the total
+    merged = merge(RECEIPT, ROLES, TEXT, parts)
+    assert merged.verdict.status == "partial" and any(
+        "part 2 of" in e and "missing" in e for e in merged.verdict.errors
+    )
+
+
+def test_x_key_merges_items_that_share_a_key() -> None:
+    text = TEXT.replace("\nTotal", "\n| Widget model A0 | 5 | 2.50 |\nTotal")  # the first item, again
+    body = json.loads(json.dumps(RECEIPT.body))
+    body["properties"]["items"]["x-key"] = ["description"]
+    keyed = load_checked_body(body, "receipt-keyed")
+    plain = merge(RECEIPT, ROLES, text, perfect_parts(text))
+    merged = merge(keyed, schema_roles(body), text, perfect_parts(text))
+    assert [i["description"] for i in plain.verdict.data["items"]].count("Widget model A0") == 2
+    assert [i["description"] for i in merged.verdict.data["items"]].count("Widget model A0") == 1
+
+
+@pytest.mark.slow
+def test_the_embedded_model_reads_a_long_text_in_parts_through_the_flow(
+    prefect_harness, local_engine, monkeypatch, write_jsonl, db_url
+) -> None:
+    monkeypatch.setenv("FORMWORK_REASONING_MAX_TOKENS", "32")
+    monkeypatch.setenv("FORMWORK_MAX_ATTEMPTS", "1")
+    lines = [f"| Widget {i:03d} | {i % 3 + 1} | {i + 0.5:.2f} |" for i in range(260)]
+    long_text = "\n".join(
+        ["Hardware Haus GmbH, 2024-05-06", "| item | qty | price |", *lines, "Total 34060.00 EUR"]
+    )
+    assert len(long_text) > 6000  # past what one prompt shows
+    batch_extract(str(write_jsonl([{"id": "long", "text": long_text}])), "receipt", db_url=db_url)
+    sessions = session_factory(db_url)
+    with sessions() as session:
+        result = session.scalars(select(Result)).one()
+        calls = session.scalars(select(ModelCall).order_by(ModelCall.id)).all()
+        assert session.scalars(select(Record)).one().text == long_text
+        items = load_review(session, None)
+    indexes = {call.judged["part"]["index"] for call in calls}
+    assert len(indexes) >= 2 and indexes == set(range(1, len(indexes) + 1))
+    assert not any(e.startswith(CUT) for e in result.errors), "read in parts, never cut"
+    for row in result.evidence or []:
+        if row["quote"] and row["spans"] and row["kind"] in ("exact", "fuzzy"):
+            assert any(long_text[s:e].lower() == row["quote"].lower() for s, e in row["spans"]), row
+    assert result.status != "ok" or all(
+        c.judged.get("status", "ok") == "ok" for c in calls if c.pass_name == "formatting"
+    )
+    page = render_review(items, "long")
+    assert f"read in {len(indexes)} parts" in page and "[part 2]" in page
