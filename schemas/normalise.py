@@ -25,6 +25,7 @@ from formwork.schemas.annotations import grounding_problems
 from formwork.schemas.grammar_body import CHECKED_AFTER, ENFORCED, GrammarBuilder, Normalised, show
 from formwork.schemas.paths import accepts_null
 from formwork.schemas.refs import RefProblem, inline_refs
+from formwork.schemas.roles import role_problems
 from formwork.schemas.validator import re_only_gaps, validator_class
 from formwork.schemas.walk import Node, map_subschemas, types_of
 
@@ -108,6 +109,7 @@ def normalise(body: Node, strict: bool = False) -> Normalised:
     report.grammar = builder.build(report.checked, "")
     builder.refusals += re_only_gaps(report.checked)  # a pattern jsonschema would read with `re`
     builder.refusals += grounding_problems(report.checked)  # a rule the grounding step cannot follow
+    builder.refusals += role_problems(inlined)  # x-split / x-key a long text's merge cannot follow
     if strict and report.changed:
         builder.refusals += [f"{change} (refused: --strict)" for change in report.changed]
     if builder.refusals:

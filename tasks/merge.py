@@ -11,7 +11,8 @@ stands in the whole text, and the parts' values are combined by each field's rol
   is critical), never a silent pick. A part that does not state it is not a disagreement.
 A part's refusals stay the merged row's (with the part named), except those about a header field
 another part stated; a failed part makes the row `partial` at best (its items are missing). The merged
-row is then judged against the user's own schema, as any row is.
+row is then judged against the user's own schema, as any row is, and checked for what it may leave
+out (tasks/completeness.py).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 from formwork.schemas.paths import Path
 from formwork.schemas.registry import Schema
 from formwork.schemas.roles import Roles
+from formwork.tasks.completeness import completeness_problems
 from formwork.tasks.grounding.confidence import value_paths
 from formwork.tasks.split import Part
 from formwork.tasks.validate import EMPTY_ROW, Verdict, as_written, field_errors, null_failures, parse_path
@@ -187,6 +189,7 @@ def merge(schema: Schema, roles: Roles, source: str, parts: list[tuple[Part, Ver
     if data is None:
         verdict = Verdict("failed", run.data, run.messages, evidence=run.rows, values=run.values)
         return Merged(verdict, run.duplicates, tuple(run.conflicts))
+    run.messages += completeness_problems(schema.body, roles, source, parts, data)
     if not any(value_paths(schema.checked_body, data)) and not schema.body.get("x-empty-ok"):
         run.messages.append(f"{EMPTY_ROW}: every field is null in every part")
     status = "partial" if run.messages else "ok"

@@ -97,7 +97,7 @@ def _overlap_start(text: str, part: Span) -> int:
     return line
 
 
-def _table_headers(text: str) -> list[tuple[int, int, int]]:
+def table_headers(text: str) -> list[tuple[int, int, int]]:
     """Each table in `text` as (header start, header end, table end): three or more consecutive lines
     with the same number of `|` (or tab) separators; the header is its first line, with a `---` rule
     line under it when there is one."""
@@ -129,7 +129,7 @@ def split_text(text: str, fits: Callable[[str], bool]) -> list[Part]:
     """`text` as parts that each fit, on natural units, overlapping by one unit; one part if it fits."""
     if fits(text):
         return [Part(0, len(text))]
-    tables = _table_headers(text)
+    tables = table_headers(text)
 
     def part(start: int, end: int) -> Part:
         for table_start, header_end, table_end in tables:

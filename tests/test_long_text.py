@@ -21,7 +21,7 @@ from formwork.db.models import ModelCall, Record, Result
 from formwork.db.session import session_factory
 from formwork.flows.batch_extract import batch_extract
 from formwork.flows.review import load_review, render_review
-from formwork.schemas.registry import load_checked_body, load_schema
+from formwork.schemas.registry import SchemaProblem, load_checked_body, load_schema
 from formwork.schemas.roles import part_body, role_problems, schema_roles
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.fit import CUT
@@ -131,6 +131,8 @@ def test_roles_follow_the_shape_and_the_annotations() -> None:
     assert any("merchant" in p and "needs an array" in p for p in problems)
     assert any("date" in p and "x-key" in p for p in problems)
     assert any("from its shape" in line for line in ROLES.explain())
+    with pytest.raises(SchemaProblem, match="x-split is 'items' or 'header'"):
+        load_checked_body({**RECEIPT.body, "properties": {"a": {"type": "string", "x-split": "rows"}}}, "bad")
     part = part_body(RECEIPT.body)["properties"]
     assert "null" in part["total"]["type"] and not part["total"].get("x-critical")
     assert None in part["currency"]["enum"] and part["items"] == RECEIPT.body["properties"]["items"]
@@ -186,6 +188,28 @@ def test_a_wrong_value_and_a_failed_part_never_make_the_merged_row_ok() -> None:
     assert merged.verdict.status == "partial" and any(
         "part 2 of" in e and "missing" in e for e in merged.verdict.errors
     )
+
+
+def test_a_part_that_leaves_an_item_out_or_misreads_one_is_caught_by_the_checks() -> None:
+    parts = perfect_parts()
+    part, _ = parts[1]
+    shown = part.text(TEXT)
+    fewer = answer(shown)
+    assert merge(RECEIPT, ROLES, TEXT, parts).verdict.status == "ok"
+    edges = dict(fewer, items=fewer["items"][1:-1])  # its first and last lines: the overlaps read them
+    assert (
+        merge(RECEIPT, ROLES, TEXT, [*parts[:1], (part, judged(shown, edges)), *parts[2:]]).verdict.status
+        == "ok"
+    )
+    fewer["items"].pop(len(fewer["items"]) // 2)  # a line no other part reads
+    parts[1] = (part, judged(shown, fewer))
+    merged = merge(RECEIPT, ROLES, TEXT, parts)
+    assert merged.verdict.status == "partial", merged.verdict.errors
+    assert any(f"for the text's {len(ITEMS)} table rows" in e for e in merged.verdict.errors)
+    assert any("add up to" in e for e in merged.verdict.errors)
+    parts[1] = (part, judged(shown, answer(shown, items=[])))
+    merged = merge(RECEIPT, ROLES, TEXT, parts)
+    assert any(e.startswith("part 2 of") and "gave no items" in e for e in merged.verdict.errors)
 
 
 def test_x_key_merges_items_that_share_a_key() -> None:

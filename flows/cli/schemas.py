@@ -2,9 +2,10 @@
 
 For each file it prints whether the schema is accepted as is, accepted after normalising (each change
 with its JSON pointer and why), or refused (the keyword, its pointer and the fix), plus the keywords
-that are checked after decoding rather than enforced by the grammar, and each `format` that nothing
-checks at all. `--format jsonl` writes one line
-per file for scripts; `--strict` refuses any schema that would need a change.
+that are checked after decoding rather than enforced by the grammar, each `format` that nothing
+checks at all, and how a text too long for one prompt merges each field (schemas/roles.py).
+`--format jsonl` writes one line per file for scripts; `--strict` refuses any schema that would need a
+change.
 """
 
 from __future__ import annotations
@@ -40,8 +41,11 @@ def check_one(spec: str, strict: bool) -> dict[str, Any]:
             "changed": [],
             "checked_after": [],
             "not_checked": [],
+            "long_texts": [],
             "refused_because": reasons,
         }
+    from formwork.schemas.roles import schema_roles
+
     report = schema.normalised
     return {
         "file": spec,
@@ -50,6 +54,7 @@ def check_one(spec: str, strict: bool) -> dict[str, Any]:
         "changed": report.changed,
         "checked_after": report.checked_after,
         "not_checked": report.ignored,  # a format no checker reads: said, never silent
+        "long_texts": schema_roles(schema.body).explain(),  # how a long text's parts merge each field
         "refused_because": [],
     }
 
@@ -66,6 +71,7 @@ def _print_verdict(verdict: dict[str, Any]) -> None:
         ("changed", "changed"),
         ("checked after", "checked_after"),
         ("not checked", "not_checked"),
+        ("long texts", "long_texts"),
     ):
         for line in verdict[key]:
             err.print(f"    {title}: {escape(line)}")
@@ -94,6 +100,7 @@ def schemas(
                         "changed",
                         "checked_after",
                         "not_checked",
+                        "long_texts",
                         "refused_because",
                     )
                 }

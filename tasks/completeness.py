@@ -1,0 +1,87 @@
+"""Checks that a long text's merged row holds all of it, where the schema and the text allow a check.
+
+The failure users of other tools report most about long documents is a list that silently stops: the
+job says COMPLETED and holds the first few tens of entries. Each part was judged on what it says, not
+on what it left out, so the merged row of a long text (tasks/long_text.py) is also checked for what is
+missing; a failed check makes it `partial` with the reason, never `ok`:
+- a part whose text shows table rows gave no items at all;
+- fewer items than the text's tables have rows (header rows apart);
+- the items' amounts do not add up to the total the text states, within a cent per item. The total
+  is the header field `x-total-of` names (`"items.amount"`), else a number field named like a total
+  (total, grand_total, sum) beside one items field whose items have one amount-like number field.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from formwork.schemas.annotations import value_types
+from formwork.schemas.roles import Roles
+from formwork.tasks.split import Part, table_headers
+from formwork.tasks.validate import Verdict
+
+TOTAL_NAME = re.compile(r"^(?:grand_?)?(?:total|sum)(?:_?amount)?$", re.IGNORECASE)
+AMOUNT_NAME = re.compile(r"^(?:line_?)?(?:amount|price|total|cost|value)$", re.IGNORECASE)
+
+
+def _numeric(node: Any) -> bool:
+    return isinstance(node, dict) and bool(value_types(node) & {"number", "integer"})
+
+
+def total_of(body: dict[str, Any], roles: Roles) -> tuple[str, str, str] | None:
+    """(header field, items field, item field) whose sum the header states, or None."""
+    properties = body.get("properties") or {}
+    for name in roles.headers:
+        declared = (properties.get(name) or {}).get("x-total-of")
+        if isinstance(declared, str) and declared.count(".") == 1:
+            items, field = declared.split(".")
+            return name, items, field
+    totals = [n for n in roles.headers if TOTAL_NAME.match(n) and _numeric(properties.get(n))]
+    if len(totals) != 1 or len(roles.items) != 1:
+        return None
+    item = ((properties.get(roles.items[0]) or {}).get("items") or {}).get("properties") or {}
+    amounts = [n for n, node in item.items() if AMOUNT_NAME.match(n) and _numeric(node)]
+    return (totals[0], roles.items[0], amounts[0]) if len(amounts) == 1 else None
+
+
+def table_rows(text: str, start: int = 0, end: int | None = None) -> int:
+    """How many table rows below a header row stand between `start` and `end` of `text`."""
+    end = len(text) if end is None else end
+    rows = 0
+    for _, header_end, table_end in table_headers(text):
+        body = text[max(header_end, start) : min(table_end, end)]
+        rows += sum(1 for line in body.split("\n") if line.strip())
+    return rows
+
+
+def completeness_problems(
+    body: dict[str, Any], roles: Roles, source: str, parts: list[tuple[Part, Verdict]], merged: dict[str, Any]
+) -> list[str]:
+    """What the merged row of a long text leaves out, as reasons (see the module docstring)."""
+    problems = []
+    for index, (part, verdict) in enumerate(parts):
+        shown = table_rows(source, part.start, part.end)
+        given = [verdict.data.get(n) for n in roles.items] if isinstance(verdict.data, dict) else []
+        if verdict.status != "failed" and roles.items and shown and not any(given):
+            problems.append(
+                f"part {index + 1} of {len(parts)} gave no items though it shows {shown} table rows"
+            )
+    rows = table_rows(source)
+    if len(roles.items) == 1 and rows:
+        found = merged.get(roles.items[0]) or []
+        if len(found) < rows:
+            problems.append(f"{roles.items[0]}: {len(found)} items for the text's {rows} table rows")
+    summed = total_of(body, roles)
+    if summed:
+        total_field, items_field, amount_field = summed
+        total, items = merged.get(total_field), merged.get(items_field) or []
+        amounts = [item.get(amount_field) if isinstance(item, dict) else None for item in items]
+        if isinstance(total, int | float) and amounts and all(isinstance(a, int | float) for a in amounts):
+            added = round(sum(amounts), 2)
+            if abs(added - total) > 0.01 * len(amounts):
+                problems.append(
+                    f"{items_field}: the items' {amount_field} add up to {added:g}, the {total_field} "
+                    f"is {total:g}: an item may be missing or misread"
+                )
+    return problems
