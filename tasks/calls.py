@@ -52,6 +52,7 @@ class ExtractOptions:
     choice_confidence: float | None = None  # enum/boolean values' own bound; None: min_confidence
     grounded_decoding: bool = True  # the formatting grammar allows only the values the text backs
     split_long_texts: bool = True  # a text that does not fit is read in parts and merged (tasks.long_text)
+    max_parts: int = 8  # a text that needs more parts is read in this many and cut after (never ok)
     mode: str = "two-pass"  # or one-pass, one-pass-reasoning, prompt-json (tasks/modes.py)
     preset: str = "greedy"  # sampling of the call that writes the JSON (tasks/presets.py)
     allow_chat_in_constrained: bool = False  # let a chat preset through the guard (warned)
@@ -70,6 +71,7 @@ class ExtractOptions:
             min_confidence=settings.min_confidence,
             grounded_decoding=settings.grounded_decoding,
             split_long_texts=settings.split_long_texts,
+            max_parts=settings.max_parts,
             mode=settings.mode,
             preset=settings.preset,
             allow_chat_in_constrained=settings.allow_chat_in_constrained,

@@ -132,12 +132,12 @@ def extract_safely(
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     try:
         try:
-            parts = plan_parts(text, schema, engines, options)
+            plan = plan_parts(text, schema, engines, options)
         except EngineError:
-            parts = []  # the context cannot hold the prompts: extract_record says so for the record
-        if len(parts) > 1:
+            plan = None  # the context cannot hold the prompts: extract_record says so for the record
+        if plan is not None and len(plan.parts) > 1:
             return extract_long(
-                record_id, text, schema, engines, options, parts, extract_record, meta, outcome
+                record_id, text, schema, engines, options, plan, extract_record, meta, outcome
             )
         return extract_record(record_id, text, schema, *engines, options, meta, outcome=outcome)
     except Exception as exc:

@@ -10,13 +10,15 @@ the whole text. Each call is logged with the part it read (`judged["part"]`), so
 a reader of the calls can tell the parts apart.
 
 The whole record is `ok` only when every part is and the merge found no conflict, and, as for any
-row, only where a calibration vouches for the run (`Outcome.settle`).
+row, only where a calibration vouches for the run (`Outcome.settle`). A text that needs more than
+`max_parts` parts (a megabyte pasted by mistake) is read in its first `max_parts` and cut there:
+the row says so and is never `ok`, and the run does not spend hundreds of calls on one record.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from formwork.schemas.budget import format_budget
@@ -47,23 +49,40 @@ def splittable(schema: Schema) -> bool:
     return schema.body.get("type") == "object" and bool(schema.body.get("properties"))
 
 
-def plan_parts(
-    text: str, schema: Schema, engines: tuple[Engine, Engine], options: ExtractOptions
-) -> list[Part]:
-    """The parts `text` is read in: one when it fits the engines' context (or cannot be split)."""
+@dataclass(frozen=True)
+class Plan:
+    """The parts a text is read in, and where it was cut when it needed more than `max_parts`."""
+
+    parts: list[Part]
+    cut_to: int | None = None
+
+
+def plan_parts(text: str, schema: Schema, engines: tuple[Engine, Engine], options: ExtractOptions) -> Plan:
+    """The parts `text` is read in: one when it fits the engines' context (or cannot be split).
+
+    A part must leave the context room for the prompts and both budgets (tasks/fit.py); where the
+    schema has items, also room in the formatting budget for their JSON, which restates every item
+    with its keys (about twice the tokens of the lines it reads), so a part is at most half that budget.
+    """
+    whole = Plan([Part(0, len(text))])
     if not options.split_long_texts or not splittable(schema):
-        return [Part(0, len(text))]
+        return whole
     reading = part_schema(schema)
     counted = counted_engines(engines)
     formatting = options.format_max_tokens or format_budget(reading.grammar_body)
     room = source_room(reading, counted, options.reasoning_max_tokens, formatting)[1] if counted else 0
+    if schema_roles(schema.body).items:
+        room = min(room, formatting // 2)
 
     def fits(piece: str) -> bool:
         if len(piece) > MAX_SOURCE_CHARS:
             return False
         return not counted or len(piece.encode("utf-8")) <= room or count_tokens(counted, piece) <= room
 
-    return split_text(text, fits)
+    parts = split_text(text, fits)
+    if len(parts) > options.max_parts:
+        return Plan(parts[: options.max_parts], parts[options.max_parts - 1].end)
+    return Plan(parts)
 
 
 def _finish(outcomes: list[Outcome], name: str) -> str | None:
@@ -73,10 +92,11 @@ def _finish(outcomes: list[Outcome], name: str) -> str | None:
 
 def extract_long(
     record_id: int, text: str, schema: Schema, engines: tuple[Engine, Engine], options: ExtractOptions,
-    parts: list[Part], per_record: PerRecord, meta: dict[str, Any] | None = None,
-    outcome: Outcome | None = None,
+    plan: Plan, per_record: PerRecord, meta: dict[str, Any] | None = None, outcome: Outcome | None = None,
 ) -> Outcome:  # fmt: skip
-    """Extract each part with `per_record`, merge, and settle the whole record's verdict."""
+    """Extract each part with `per_record`, merge, and settle the whole record's verdict (a text that
+    needed more than `max_parts` parts is cut after the last, and is never `ok`)."""
+    parts = plan.parts
     outcome = outcome or Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     reading, each = part_schema(schema), replace(options, ok_vouched=True)  # vouched once, for the whole
     done: list[Outcome] = []
@@ -97,5 +117,5 @@ def extract_long(
     outcome.attempts = max(o.attempts for o in done)
     outcome.reasoning_finish = _finish(done, "reasoning_finish")
     outcome.formatting_finish = _finish(done, "formatting_finish")
-    outcome.settle(options, None)
+    outcome.settle(options, plan.cut_to)
     return outcome

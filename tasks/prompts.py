@@ -17,6 +17,13 @@ from formwork.tasks.engines.base import Message
 MAX_SOURCE_CHARS = 6000  # the source is cut here in prompts (the full text stays in the database)
 
 
+def long_text_warning(size: int) -> str:
+    """The warning a record longer than one prompt carries from its source (tasks.long_text reads it in
+    parts, up to `max_parts`, or it is cut where splitting is off)."""
+    shown = MAX_SOURCE_CHARS
+    return f"the text has {size} characters, more than one prompt shows ({shown}): read in parts, or cut"
+
+
 def _describe(node: dict[str, Any]) -> str:
     if "enum" in node:
         values = ", ".join("null" if v is None else str(v) for v in node["enum"])

@@ -109,6 +109,12 @@ class Settings(BaseSettings):
         description="a text too long for the context is read in parts on its natural units and the "
         "parts merged (tasks/long_text.py); false: cut it to fit (never ok)",
     )
+    max_parts: int = Field(
+        8,
+        ge=2,
+        description="the most parts one long text is read in; a longer text is cut after them (never ok), so "
+        "a megabyte pasted by mistake costs 2 x max_parts model calls, not hundreds",
+    )
     reference_date_field: str = Field(
         "reference_date",
         min_length=1,

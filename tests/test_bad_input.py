@@ -20,7 +20,10 @@ from formwork.db.session import session_factory
 from formwork.flows.batch_extract import batch_extract
 from formwork.flows.cli import app
 from formwork.schemas.registry import load_schema
-from formwork.tasks.prompts import MAX_SOURCE_CHARS, formatting_messages, prompt_hash, reasoning_messages
+from formwork.tasks.calls import ExtractOptions
+from formwork.tasks.fit import CUT
+from formwork.tasks.long_text import part_schema, plan_parts
+from formwork.tasks.prompts import MAX_SOURCE_CHARS, prompt_hash, reasoning_messages
 from formwork.tasks.settings import Settings
 
 pytestmark = pytest.mark.slow
@@ -57,8 +60,9 @@ def fast(monkeypatch, tmp_path) -> None:
 
 
 def test_every_bad_line_gets_one_clear_result_and_the_run_finishes(
-    prefect_harness, local_engine, fast, write_jsonl, db_url
+    prefect_harness, local_engine, fast, write_jsonl, db_url, monkeypatch
 ) -> None:
+    monkeypatch.setenv("FORMWORK_MAX_PARTS", "2")  # the megabyte is read in 2 parts, then cut
     summary = batch_extract(str(write_jsonl(LINES)), "chat_tag", db_url=db_url)
     with session_factory(db_url)() as session:
         records = {r.key: r for r in session.scalars(select(Record))}
@@ -87,23 +91,29 @@ def test_every_bad_line_gets_one_clear_result_and_the_run_finishes(
     assert records["line-5"].text == "{this line is broken"  # kept, so the operator can see the line
 
     # usable input: one reasoning and one formatting call each (one attempt), finish reasons recorded
-    for key in ("huge", "latin1", "nul", "injection", "both"):
+    for key in ("latin1", "nul", "injection", "both"):
         assert passes[key] == ["formatting", "reasoning"], (key, passes[key])
+    assert passes["huge"] == ["formatting", "formatting", "reasoning", "reasoning"], "one call each a part"
+    for key in ("huge", "latin1", "nul", "injection", "both"):
         assert result[key].reasoning_finish in ("stop", "length")
         assert result[key].formatting_finish in ("stop", "length")
 
-    # ~1 MB: stored whole, a warning, and the prompt cut to fit the context
+    # ~1 MB: stored whole, a warning, read in max_parts parts that each fit the context, then cut
     huge = records["huge"]
     assert huge.text == HUGE and len(huge.text) > 1_000_000
-    assert any(f"the model sees the first {MAX_SOURCE_CHARS}" in w for w in huge.meta["warnings"])
-    huge_calls = {c.pass_name: c for c in calls if c.record_id == huge.id}
-    assert all(0 < c.prompt_tokens < Settings().local_n_ctx for c in huge_calls.values()), [
-        c.prompt_tokens for c in huge_calls.values()
+    assert any(f"more than one prompt shows ({MAX_SOURCE_CHARS})" in w for w in huge.meta["warnings"])
+    huge_calls = [c for c in calls if c.record_id == huge.id]
+    assert all(0 < c.prompt_tokens < Settings().local_n_ctx for c in huge_calls), [
+        c.prompt_tokens for c in huge_calls
     ]
-    head = HUGE[:MAX_SOURCE_CHARS]  # both passes saw exactly the head, nothing past it
-    assert huge_calls["reasoning"].prompt_hash == prompt_hash(reasoning_messages(CHAT, head))
-    notes = huge_calls["reasoning"].output
-    assert huge_calls["formatting"].prompt_hash == prompt_hash(formatting_messages(CHAT, head, notes))
+    plan = plan_parts(
+        HUGE, CHAT, (local_engine, local_engine), ExtractOptions(reasoning_max_tokens=32, max_parts=2)
+    )
+    first = next(c for c in huge_calls if c.pass_name == "reasoning" and c.judged["part"]["index"] == 1)
+    assert first.prompt_hash == prompt_hash(reasoning_messages(part_schema(CHAT), plan.parts[0].text(HUGE)))
+    assert result["huge"].status != "ok" and f"{CUT} {plan.cut_to} characters" in " ".join(
+        result["huge"].errors
+    )
 
     # bad bytes and NUL: cleaned, and each cleaning is a warning on the record
     assert "\ufffd" in records["latin1"].text and records["latin1"].meta["warnings"] == [UTF8_WARNING]

@@ -60,11 +60,13 @@ def test_folder_of_text_files(tmp_path) -> None:
     assert records[1].problem and "empty" in records[1].problem
 
 
-def test_a_huge_text_is_kept_whole_with_a_warning_that_the_model_sees_a_cut(write_jsonl) -> None:
+def test_a_huge_text_is_kept_whole_with_a_warning_that_it_is_read_in_parts(write_jsonl) -> None:
     text = "Taxi 20 EUR. " * 80_000  # about 1 MB
     (record,) = read_records(write_jsonl([{"id": "big", "text": text}]))
     assert record.text == text and record.problem is None
-    assert record.meta["warnings"] == [f"the text has {len(text)} characters; the model sees the first 6000"]
+    assert record.meta["warnings"] == [
+        f"the text has {len(text)} characters, more than one prompt shows (6000): read in parts, or cut"
+    ]
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from formwork.tasks.prompts import MAX_SOURCE_CHARS
+from formwork.tasks.prompts import MAX_SOURCE_CHARS, long_text_warning
 
 INVALID_UTF8 = "invalid UTF-8 bytes were replaced with U+FFFD"
 LONE_SURROGATES = "lone surrogates were replaced with U+FFFD"
@@ -86,13 +86,12 @@ def finished(record: InputRecord, where: str, warnings: Warnings) -> InputRecord
     """The record with its warnings in the meta, and what the model cannot use flagged.
 
     An empty text is a problem (nothing to extract); a text longer than a prompt takes is kept whole
-    with a warning that the model sees only its head.
+    with a warning that it is read in parts (or cut).
     """
     if record.problem is None and not record.text.strip():
         record.problem = f"{where}: the text is empty"
     elif record.problem is None and len(record.text) > MAX_SOURCE_CHARS:
-        size = len(record.text)
-        warnings.add(f"the text has {size} characters; the model sees the first {MAX_SOURCE_CHARS}")
+        warnings.add(long_text_warning(len(record.text)))
     if warnings:
         record.meta["warnings"] = list(warnings)
     return record

@@ -48,7 +48,7 @@ from sqlalchemy.engine.url import make_url
 from sqlalchemy.exc import NoSuchTableError, SQLAlchemyError
 from sqlalchemy.sql import ColumnElement, Selectable
 
-from formwork.tasks.prompts import MAX_SOURCE_CHARS
+from formwork.tasks.prompts import MAX_SOURCE_CHARS, long_text_warning
 from formwork.tasks.redact import MASK, redact
 from formwork.tasks.sources import InputRecord, SourceProblem
 
@@ -139,8 +139,7 @@ def _text_of(value: Any, where: str, meta: dict[str, Any]) -> tuple[str, str | N
     if not text_value.strip():
         return text_value, f"{where}: the text is empty"
     if len(text_value) > MAX_SOURCE_CHARS:
-        warning = f"the text has {len(text_value)} characters; the model sees the first {MAX_SOURCE_CHARS}"
-        meta.setdefault("warnings", []).append(warning)
+        meta.setdefault("warnings", []).append(long_text_warning(len(text_value)))
     return text_value, None
 
 
