@@ -28,7 +28,8 @@ THINGS_JA = [
     "ホッチキス針", "定規15cm", "修正テープ", "封筒長3", "のり", "はさみ", "蛍光ペン黄", "メモ帳",
 ]  # fmt: skip
 SHOPS = ["Taxi Lyon Part-Dieu", "Cafe Bellecour", "Hotel Mercure Lyon", "SNCF Lyon-Paris", "Monoprix Lyon",
-         "Parking Perrache", "Brasserie Georges", "Uber Lyon", "Fnac Bellecour", "Pharmacie du Rhone"]  # fmt: skip
+         "Parking Perrache", "Brasserie Georges", "Uber Lyon", "Fnac Bellecour",
+         "Pharmacie du Rhone"]  # fmt: skip
 SHOPS_ZH = ["北京首都机场出租车", "星巴克国贸店", "全季酒店", "滴滴出行", "海底捞王府井店", "中国铁路12306",
             "京东商城", "停车场东直门", "麦当劳西单店", "美团外卖"]  # fmt: skip
 
@@ -60,21 +61,37 @@ def receipt_ja(rng: random.Random) -> dict:
         lines.append(f"{name}　{qty}点　¥{amount}")
     total = sum(i["amount"] for i in items)
     lines += ["", f"合計　¥{total}", "お買い上げありがとうございました"]
-    gold = {"merchant": "ロフト渋谷店", "date": "2024-03-14", "total": total, "currency": "JPY", "items": items}
+    gold = {
+        "merchant": "ロフト渋谷店",
+        "date": "2024-03-14",
+        "total": total,
+        "currency": "JPY",
+        "items": items,
+    }
     return {"id": "long-receipt-ja", "text": "\n".join(lines), "gold": gold}
 
 
 def statement(rng: random.Random, chinese: bool) -> dict:
     expenses, lines = [], []
     holder = "王芳" if chinese else "Marie Dubois"
-    lines += [f"信用卡账单 2024年5月 持卡人：{holder}", ""] if chinese else [
-        f"Card statement, May 2024. Card holder: {holder}", "Date        Where                      Amount"]
+    lines += (
+        [f"信用卡账单 2024年5月 持卡人：{holder}", ""]
+        if chinese
+        else [
+            f"Card statement, May 2024. Card holder: {holder}",
+            "Date        Where                      Amount",
+        ]
+    )
     for n in range(30):
         day = 1 + n
         shop = (SHOPS_ZH if chinese else SHOPS)[rng.randrange(10)]
         amount = round(rng.randint(350, 18000) / 100, 2)
         expenses.append({"date": f"2024-05-{day:02d}", "description": shop, "amount": amount})
-        lines.append(f"2024年5月{day}日 {shop} {amount:.2f}元" if chinese else f"2024-05-{day:02d}  {shop}  {amount:.2f} EUR")
+        lines.append(
+            f"2024年5月{day}日 {shop} {amount:.2f}元"
+            if chinese
+            else f"2024-05-{day:02d}  {shop}  {amount:.2f} EUR"
+        )
     total = round(sum(e["amount"] for e in expenses), 2)
     lines += ["", f"本期合计：{total:.2f}元" if chinese else f"Total of this statement: {total:.2f} EUR"]
     gold = {"holder": holder, "currency": "CNY" if chinese else "EUR", "total": total, "expenses": expenses}
@@ -99,15 +116,25 @@ PEOPLE_JA = [
 
 def thread(japanese: bool) -> dict:
     people = PEOPLE_JA if japanese else PEOPLE
-    body = ("お世話になっております。来週の出荷予定について確認させてください。数量と納期に変更があれば"
-            "ご連絡ください。よろしくお願いいたします。") if japanese else (
-        "Thanks for the update on the shipment. Could you confirm the pallet count and the pickup window "
-        "for next Tuesday? We need the customs papers two days ahead, and the driver needs the gate code.")
+    body = (
+        (
+            "お世話になっております。来週の出荷予定について確認させてください。数量と納期に変更があれば"
+            "ご連絡ください。よろしくお願いいたします。"
+        )
+        if japanese
+        else (
+            "Thanks for the update on the shipment. Could you confirm the pallet count and the pickup window "
+            "for next Tuesday? We need the customs papers two days ahead, and the driver needs the gate code."
+        )
+    )
     messages = []
     for n, (name, email, phone, org) in enumerate(people):
         sender = f"From: {name} <{email}>\nSubject: Re: shipment {4410 + n}\n\n{body}\n\n"
-        signature = (f"{org}\n{name}\nTEL: {phone}\nMail: {email}" if japanese
-                     else f"Best regards,\n{name}\n{org}\nPhone: {phone}\n{email}")
+        signature = (
+            f"{org}\n{name}\nTEL: {phone}\nMail: {email}"
+            if japanese
+            else f"Best regards,\n{name}\n{org}\nPhone: {phone}\n{email}"
+        )
         messages.append(sender + signature)
     quoted = "\n".join(f"> {line}" for line in messages[0].split("\n"))
     messages[2] += f"\n\n{'以下、引用' if japanese else 'Earlier in this thread:'}\n{quoted}"

@@ -21,6 +21,7 @@ from formwork.schemas.roles import Roles
 from formwork.tasks.split import Part, table_headers
 from formwork.tasks.validate import Verdict
 
+INCOMPLETE = "incomplete:"  # begins every reason this module gives (counted by benchmarks/long_texts.py)
 TOTAL_NAME = re.compile(r"^(?:grand_?)?(?:total|sum)(?:_?amount)?$", re.IGNORECASE)
 AMOUNT_NAME = re.compile(r"^(?:line_?)?(?:amount|price|total|cost|value)$", re.IGNORECASE)
 
@@ -71,7 +72,9 @@ def completeness_problems(
     if len(roles.items) == 1 and rows:
         found = merged.get(roles.items[0]) or []
         if len(found) < rows:
-            problems.append(f"{roles.items[0]}: {len(found)} items for the text's {rows} table rows")
+            problems.append(
+                f"{INCOMPLETE} {roles.items[0]} holds {len(found)} items for the text's {rows} table rows"
+            )
     summed = total_of(body, roles)
     if summed:
         total_field, items_field, amount_field = summed
@@ -81,7 +84,7 @@ def completeness_problems(
             added = round(sum(amounts), 2)
             if abs(added - total) > 0.01 * len(amounts):
                 problems.append(
-                    f"{items_field}: the items' {amount_field} add up to {added:g}, the {total_field} "
+                    f"{INCOMPLETE} the {items_field}' {amount_field} add up to {added:g}, the {total_field} "
                     f"is {total:g}: an item may be missing or misread"
                 )
     return problems

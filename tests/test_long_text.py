@@ -209,7 +209,7 @@ def test_a_part_that_leaves_an_item_out_or_misreads_one_is_caught_by_the_checks(
     assert any("add up to" in e for e in merged.verdict.errors)
     parts[1] = (part, judged(shown, answer(shown, items=[])))
     merged = merge(RECEIPT, ROLES, TEXT, parts)
-    assert any(e.startswith("part 2 of") and "gave no items" in e for e in merged.verdict.errors)
+    assert any("part 2 of" in e and "gave no items" in e for e in merged.verdict.errors)
 
 
 def test_x_key_merges_items_that_share_a_key() -> None:
