@@ -82,6 +82,8 @@ ROW_SENTENCES: list[tuple[str, str, Hint]] = [
     (r"no JSON came back", "no JSON came back", "format_tokens"),
     (r"(?:note: )?the text was cut to (?P<n>\d+)", "text cut to {n} characters to fit", ""),
     (r"no value at all", "no value at all", "text"),
+    (r"part (?P<k>\d+) of (?P<n>\d+) \(characters [\d-]+\) failed", "part {k} of {n} failed", ""),
+    (r"incomplete: (?P<what>.{1,80})", "incomplete: {what}", ""),
 ]  # fmt: skip
 
 

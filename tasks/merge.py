@@ -9,10 +9,11 @@ stands in the whole text, and the parts' values are combined by each field's rol
 - header: the value every part that states it agrees on; parts that disagree make a conflict: the
   field is nulled and listed with what each part said (the row `partial`, or `failed` where the field
   is critical), never a silent pick. A part that does not state it is not a disagreement.
-A part's refusals stay the merged row's (with the part named), except those about a header field
-another part stated; a failed part makes the row `partial` at best (its items are missing). The merged
-row is then judged against the user's own schema, as any row is, and checked for what it may leave
-out (tasks/completeness.py).
+A part's refusals stay the merged row's (the part named after each, item paths as the merged row
+numbers them), except those about a header field another part stated or an item copy dropped; a
+failed part makes the row `partial` at best (its items are missing). The merged row is then judged
+against the user's own schema, as any row is, and checked for what it may leave out
+(tasks/completeness.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from formwork.tasks.split import Part
 from formwork.tasks.validate import EMPTY_ROW, Verdict, as_written, field_errors, null_failures, parse_path
 
 ITEM_PATH = re.compile(r"^([^.\[\]]+)\[(\d+)\](.*)$")
+LEADING_ITEM = re.compile(r"^([^.\[\]\s:]+)\[(\d+)\]")  # the item path a judge's sentence begins with
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,7 @@ class _Merge:
         self.duplicates = 0
         self.conflicts: list[str] = []
         self.stated: set[str] = set()  # header fields some part stated and all agreed on
+        self.renamed: dict[tuple[int, str], dict[int, int]] = {}  # (part, items field): part index -> merged
 
     def label(self, index: int) -> str:
         part = self.parts[index][0]
@@ -112,6 +115,7 @@ class _Merge:
                     continue
                 renamed[j] = len(kept)
                 kept.append((index, item, spans))
+            self.renamed[(index, name)] = renamed
             for source, target in ((verdict.evidence, self.rows), (verdict.values, self.values)):
                 for row in source:
                     matched = ITEM_PATH.match(row["path"])
@@ -164,7 +168,12 @@ class _Merge:
             for message in verdict.errors:
                 if message.startswith(EMPTY_ROW) or any(_about(message, h) for h in self.stated):
                     continue  # judged again on the merged row; a header another part stated
-                self.messages.append(f"part {index + 1} of {len(self.parts)}: {message}")
+                if (item := LEADING_ITEM.match(message)) and (index, item[1]) in self.renamed:
+                    renamed = self.renamed[(index, item[1])]
+                    if int(item[2]) not in renamed:
+                        continue  # about a copy the merge dropped: the kept copy stands for it
+                    message = f"{item[1]}[{renamed[int(item[2])]}]{message[item.end() :]}"
+                self.messages.append(f"{message} (part {index + 1} of {len(self.parts)})")
 
 
 def merge(schema: Schema, roles: Roles, source: str, parts: list[tuple[Part, Verdict]]) -> Merged:

@@ -180,7 +180,10 @@ def test_a_wrong_value_and_a_failed_part_never_make_the_merged_row_ok() -> None:
     parts[1] = (part, judged(shown, wrong))
     merged = merge(RECEIPT, ROLES, TEXT, parts)
     assert merged.verdict.status == "partial"
-    assert any(e.startswith("part 2 of") and "999.99" in e for e in merged.verdict.errors)
+    assert any(
+        e.startswith("items[") and "999.99" in e and e.endswith("(part 2 of 3)")
+        for e in merged.verdict.errors
+    )
     assert 999.99 not in [item["amount"] for item in merged.verdict.data["items"]]
     parts = perfect_parts()
     parts[1] = (parts[1][0], Verdict("failed", None, ["no JSON came back"]))  # the last holds the total
