@@ -4,7 +4,8 @@ The failure users of other tools report most about long documents is a list that
 job says COMPLETED and holds the first few tens of entries. Each part was judged on what it says, not
 on what it left out, so the merged row of a long text (tasks/long_text.py) is also checked for what is
 missing; a failed check makes it `partial` with the reason, never `ok`:
-- a part whose text shows table rows gave no items at all;
+- a part whose text shows table rows gave no items at all (that part alone is read once more first,
+  told so: tasks/long_text.py);
 - fewer items than the text's tables have rows (header rows apart);
 - the items' amounts do not add up to the total the text states, within a cent per item. The total
   is the header field `x-total-of` names (`"items.amount"`), else a number field named like a total
@@ -56,18 +57,25 @@ def table_rows(text: str, start: int = 0, end: int | None = None) -> int:
     return rows
 
 
-def completeness_problems(
-    body: dict[str, Any], roles: Roles, source: str, parts: list[tuple[Part, Verdict]], merged: dict[str, Any]
-) -> list[str]:
-    """What the merged row of a long text leaves out, as reasons (see the module docstring)."""
-    problems = []
+def silent_parts(roles: Roles, source: str, parts: list[tuple[Part, Verdict]]) -> list[tuple[int, int]]:
+    """(part index, table rows it shows) for each part that was read but gave no items at all."""
+    silent = []
     for index, (part, verdict) in enumerate(parts):
         shown = table_rows(source, part.start, part.end)
         given = [verdict.data.get(n) for n in roles.items] if isinstance(verdict.data, dict) else []
         if verdict.status != "failed" and roles.items and shown and not any(given):
-            problems.append(
-                f"part {index + 1} of {len(parts)} gave no items though it shows {shown} table rows"
-            )
+            silent.append((index, shown))
+    return silent
+
+
+def completeness_problems(
+    body: dict[str, Any], roles: Roles, source: str, parts: list[tuple[Part, Verdict]], merged: dict[str, Any]
+) -> list[str]:
+    """What the merged row of a long text leaves out, as reasons (see the module docstring)."""
+    problems = [
+        f"{INCOMPLETE} part {index + 1} of {len(parts)} gave no items though it shows {shown} table rows"
+        for index, shown in silent_parts(roles, source, parts)
+    ]
     rows = table_rows(source)
     if len(roles.items) == 1 and rows:
         found = merged.get(roles.items[0]) or []

@@ -53,11 +53,14 @@ def extract_record(
     options: ExtractOptions,
     meta: dict[str, Any] | None = None,
     outcome: Outcome | None = None,
+    asked: tuple[str, ...] = (),
 ) -> Outcome:
     """Run both passes on one record, retrying as the failure asks, and return the best verdict.
 
     `meta` is the record's meta; its `reference_date` lets relative dates count as grounded.
     `outcome`, when given, is filled in place, so its calls survive an exception (`extract_safely`).
+    `asked`: what the first formatting attempt is told was wrong before (a long text's part read
+    again because it gave no items, tasks.long_text).
     """
     outcome = outcome or Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     if options.mode != "two-pass":
@@ -66,7 +69,7 @@ def extract_record(
     reasoning_budget = options.reasoning_max_tokens
     format_budget_now = options.format_max_tokens or format_budget(schema.grammar_body)
     notes: Completion
-    feedback: list[str] = []
+    feedback: list[str] = list(asked)
     redo_reasoning, cut = True, False
     try:
         fitted = fit_source(text, schema, (reasoner, formatter), reasoning_budget, format_budget_now)

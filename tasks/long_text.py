@@ -7,7 +7,8 @@ is extracted as a record of its own (both passes, grounded decoding against the 
 same judge and bounds), under the part's schema (schemas/roles.py: a part may not state a header
 field), and the parts' rows are merged (tasks/merge.py) with every span moved to where it stands in
 the whole text. Each call is logged with the part it read (`judged["part"]`), so the review page and
-a reader of the calls can tell the parts apart.
+a reader of the calls can tell the parts apart. A part whose text shows table rows but that gave no
+items is read once more (two-pass), its formatting pass told so; only that part, never the whole text.
 
 The whole record is `ok` only when every part is and the merge found no conflict, and, as for any
 row, only where a calibration vouches for the run (`Outcome.settle`). A text that needs more than
@@ -25,6 +26,7 @@ from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import Schema
 from formwork.schemas.roles import part_body, schema_roles
 from formwork.tasks.calls import ExtractOptions, Outcome
+from formwork.tasks.completeness import silent_parts
 from formwork.tasks.engines.base import Engine
 from formwork.tasks.fit import count_tokens, counted_engines, source_room
 from formwork.tasks.merge import merge
@@ -99,20 +101,34 @@ def extract_long(
     parts = plan.parts
     outcome = outcome or Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     reading, each = part_schema(schema), replace(options, ok_vouched=True)  # vouched once, for the whole
-    done: list[Outcome] = []
-    for index, part in enumerate(parts):
-        got = per_record(record_id, part.text(text), reading, *engines, each, meta)
+    roles = schema_roles(schema.body)
+
+    def read(index: int, asked: tuple[str, ...] = ()) -> Outcome:
+        part = parts[index]
+        got = per_record(record_id, part.text(text), reading, *engines, each, meta, asked=asked)
         where = {"index": index + 1, "of": len(parts), "span": [part.start, part.end]}
         for call in got.calls:
-            call.judged = {**(call.judged or {}), "part": where}
+            call.judged = {**(call.judged or {}), "part": where | ({"again": True} if asked else {})}
         outcome.calls += got.calls
-        done.append(got)
-        if got.retryable:  # the engine failed: the whole record is retried, not a merge of what is left
-            outcome.verdict, outcome.retryable, outcome.queueable = got.verdict, True, got.queueable
+        return got
+
+    done: list[Outcome] = []
+    for index in range(len(parts)):
+        done.append(read(index))
+        if done[-1].retryable:  # the engine failed: the whole record is retried, not a merge of the rest
+            outcome.verdict, outcome.retryable, outcome.queueable = done[-1].verdict, True, done[-1].queueable
             outcome.attempts = max(o.attempts for o in done)
             return outcome
     judged = [(part, got.verdict) for part, got in zip(parts, done, strict=True)]
-    merged = merge(schema, schema_roles(schema.body), text, judged)
+    if options.mode == "two-pass":  # a part that gave no items is read once more, told so
+        for index, shown in silent_parts(roles, text, judged):
+            again = read(
+                index, (f"this text shows {shown} table rows and the answer gave no items; list them",)
+            )
+            data = again.verdict.data if isinstance(again.verdict.data, dict) else {}
+            if again.verdict.status != "failed" and any(data.get(name) for name in roles.items):
+                done[index], judged[index] = again, (parts[index], again.verdict)
+    merged = merge(schema, roles, text, judged)
     outcome.verdict = merged.verdict
     outcome.attempts = max(o.attempts for o in done)
     outcome.reasoning_finish = _finish(done, "reasoning_finish")

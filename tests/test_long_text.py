@@ -255,3 +255,45 @@ def test_the_embedded_model_reads_a_long_text_in_parts_through_the_flow(
     )
     page = render_review(items, "long")
     assert f"read in {len(indexes)} parts" in page and "[part 2]" in page
+
+
+class Silent:
+    """An engine that gives a part no items until it is told so (`stubborn`: not even then). A real
+    model cannot be made to skip a part on demand; the part read again is what is under test."""
+
+    model, max_concurrency, context_window = "scripted", 1, 8192
+
+    def __init__(self, silent_part: int, stubborn: bool = False) -> None:
+        self.silent, self.stubborn, self.told = silent_part, stubborn, 0
+
+    def count_tokens(self, text: str) -> int:
+        return len(text)  # a token a character: a part of an items schema is at most 512 characters
+
+    def complete(self, messages, sampling, schema=None) -> Completion:
+        if schema is None:
+            return Completion("the items as listed", "stop", 1, 1, 0.0, self.model)
+        prompt = "\n".join(m["content"] for m in messages)
+        part = next(p for p in split_text(TEXT, fits(512)) if p.text(TEXT) in prompt)
+        told = "gave no items" in messages[-1]["content"]
+        self.told += told
+        data = answer(part.text(TEXT))
+        if part == split_text(TEXT, fits(512))[self.silent] and (self.stubborn or not told):
+            data["items"] = []
+        written = json.dumps(data)
+        return Completion(written, "stop", 1, 1, 0.0, self.model, ((written, 0.0),))
+
+
+@pytest.mark.parametrize("stubborn", [False, True])
+def test_a_part_that_gave_no_items_is_read_once_more_and_alone(stubborn: bool) -> None:
+    from formwork.tasks.calls import ExtractOptions
+    from formwork.tasks.extract import extract_safely
+
+    engine = Silent(silent_part=1, stubborn=stubborn)
+    outcome = extract_safely(1, TEXT, RECEIPT, (engine, engine), ExtractOptions(max_attempts=1))
+    parts = {(c.judged["part"]["index"], c.judged["part"].get("again", False)) for c in outcome.calls}
+    assert parts == {(1, False), (2, False), (2, True)} and engine.told == 1, parts  # once, that part only
+    if stubborn:
+        assert outcome.verdict.status == "partial"
+        assert any(e.startswith("incomplete: part 2 of 2 gave no items") for e in outcome.verdict.errors)
+    else:
+        assert outcome.verdict.status == "ok" and outcome.verdict.data == answer(TEXT), outcome.verdict.errors
