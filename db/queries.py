@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from formwork.db.models import ModelCall, Record, Result, Run, RunResult
 from formwork.tasks.calls import UNVOUCHED
+from formwork.tasks.completeness import INCOMPLETE
 from formwork.tasks.fit import CUT
 from formwork.tasks.validate import EMPTY_ROW
 
@@ -34,6 +35,8 @@ class RunSummary:
     ungrounded: int = 0  # values the text did not back (each one a field failure)
     nulled: int = 0  # fields set to null in `partial` results
     cut: int = 0  # records whose text was cut to fit the context (never `ok`)
+    split: int = 0  # records read in parts (tasks.long_text): a first formatting call per part
+    incomplete: int = 0  # long texts whose merged row failed a completeness check (tasks.completeness)
     empty: int = 0  # rows with no value at all (never `ok` unless the schema says `x-empty-ok`)
     unvouched: int = 0  # rows `partial` only because no calibration covers the run
     confidence: str = ""  # which calibration applied and what it guarantees (db.calibrations)
@@ -51,6 +54,8 @@ class RunSummary:
             ("values not backed by the text", str(self.ungrounded)),
             ("fields nulled (partial)", str(self.nulled)),
             ("texts cut to fit the context", str(self.cut)),
+            *([("texts read in parts", str(self.split))] if self.split else []),
+            *([("read in parts, incomplete", str(self.incomplete))] if self.incomplete else []),
             ("rows with no value at all", str(self.empty)),
             *([("partial only for want of a calibration", str(self.unvouched))] if self.unvouched else []),
             ("model calls", str(self.calls)),
@@ -92,12 +97,20 @@ def run_summary(session: Session, run_id: int) -> RunSummary:
         ).where(ModelCall.run_id == run_id)
     ).one()
     summary.calls, summary.prompt_tokens, summary.completion_tokens = calls, prompt, completion
+    firsts = (
+        select(ModelCall.record_id)
+        .where(ModelCall.run_id == run_id, ModelCall.pass_name == "formatting", ModelCall.attempt == 1)
+        .group_by(ModelCall.record_id)
+        .having(func.count() > 1)  # one first attempt per part: a record read in parts has several
+    )
+    summary.split = session.scalar(select(func.count()).select_from(firsts.subquery())) or 0
     for evidence, nulled, errors in session.execute(
         select(RunResult.evidence, RunResult.nulled, RunResult.errors).where(of_run)
     ).yield_per(1000):
         summary.ungrounded += sum(1 for e in evidence or [] if not e.get("grounded", True))
         summary.nulled += len(nulled or [])
         summary.cut += any(e.startswith(CUT) for e in errors or [])
+        summary.incomplete += any(e.startswith(INCOMPLETE) for e in errors or [])
         summary.empty += any(e.startswith(EMPTY_ROW) for e in errors or [])
         summary.unvouched += any(e.startswith(UNVOUCHED) for e in errors or [])
     if run.finished_at is not None:

@@ -69,19 +69,24 @@ def plan_parts(text: str, schema: Schema, engines: tuple[Engine, Engine], option
     whole = Plan([Part(0, len(text))])
     if not options.split_long_texts or not splittable(schema):
         return whole
-    reading = part_schema(schema)
     counted = counted_engines(engines)
-    formatting = options.format_max_tokens or format_budget(reading.grammar_body)
-    room = source_room(reading, counted, options.reasoning_max_tokens, formatting)[1] if counted else 0
-    if schema_roles(schema.body).items:
-        room = min(room, formatting // 2)
+    items = bool(schema_roles(schema.body).items)
 
-    def fits(piece: str) -> bool:
-        if len(piece) > MAX_SOURCE_CHARS:
-            return False
-        return not counted or len(piece.encode("utf-8")) <= room or count_tokens(counted, piece) <= room
+    def fitting(read_as: Schema) -> Callable[[str], bool]:
+        formatting = options.format_max_tokens or format_budget(read_as.grammar_body)
+        room = source_room(read_as, counted, options.reasoning_max_tokens, formatting)[1] if counted else 0
+        room = min(room, formatting // 2) if items else room
 
-    parts = split_text(text, fits)
+        def fits(piece: str) -> bool:
+            if len(piece) > MAX_SOURCE_CHARS:
+                return False
+            return not counted or len(piece.encode("utf-8")) <= room or count_tokens(counted, piece) <= room
+
+        return fits
+
+    if fitting(schema)(text):  # as one record, under its own schema: the usual case, decided by bytes
+        return whole
+    parts = split_text(text, fitting(part_schema(schema)))
     if len(parts) > options.max_parts:
         return Plan(parts[: options.max_parts], parts[options.max_parts - 1].end)
     return Plan(parts)

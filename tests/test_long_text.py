@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from formwork.db.models import ModelCall, Record, Result
+from formwork.db.queries import latest_run_id, run_summary
 from formwork.db.session import session_factory
 from formwork.flows.batch_extract import batch_extract
 from formwork.flows.review import load_review, render_review
@@ -253,6 +254,9 @@ def test_the_embedded_model_reads_a_long_text_in_parts_through_the_flow(
     assert result.status != "ok" or all(
         c.judged.get("status", "ok") == "ok" for c in calls if c.pass_name == "formatting"
     )
+    with sessions() as session:
+        summary = dict(run_summary(session, latest_run_id(session)).rows())
+    assert summary["texts read in parts"] == "1"
     page = render_review(items, "long")
     assert f"read in {len(indexes)} parts" in page and "[part 2]" in page
 
