@@ -11,6 +11,7 @@ they are held against the embedded engine's masked ones on the same prompts and 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import httpx
@@ -38,6 +39,8 @@ SENTIMENT: dict[str, Any] = {
 }  # fmt: skip
 REVIEW = [{"role": "user", "content": "Review: 'The kettle broke after two days. Avoid.' Label it."}]
 RECORDS = ["Taxi to the airport 42.50 EUR on 2024-03-05", "Lunch with the client, 18 USD"]
+
+PROBABILITY = re.compile(r"(?<=probability )[\d.]+")  # as the judge writes it in a reason
 
 
 def _engine(server: VllmServer, dialect: str = "auto", **options: Any) -> OpenAIServerEngine:
@@ -207,8 +210,14 @@ def test_the_vllm_server_gives_the_same_rows_through_either_engine(vllm_server: 
         engine="openai", openai_url=vllm_server.base_url, openai_dialect="json_schema", **common
     )
     through_openai = extract(RECORDS, "expense", settings=as_openai)
-    assert [(r.status, r.data, r.errors) for r in through_openai] == [
-        (r.status, r.data, r.errors) for r in through_vllm]  # fmt: skip
+    # the same rows, values and reasons; a probability may differ in its second digit (vLLM's CPU build
+    # computes a prompt it has cached in its prefix cache a little differently: 0.62 against 0.60 seen)
+    assert [(r.status, r.data, [PROBABILITY.sub("p", e) for e in r.errors]) for r in through_openai] == [
+        (r.status, r.data, [PROBABILITY.sub("p", e) for e in r.errors]) for r in through_vllm]  # fmt: skip
+    for one, other in zip(through_openai, through_vllm, strict=True):
+        mine, theirs = (PROBABILITY.findall(" ".join(row.errors)) for row in (one, other))
+        pairs = zip(mine, theirs, strict=True)  # the same reasons, so as many probabilities
+        assert all(abs(float(a) - float(b)) <= 0.05 for a, b in pairs), (one.errors, other.errors)
     assert all(r.formatting_finish == "stop" for r in through_vllm)
 
 
