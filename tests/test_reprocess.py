@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from formwork.db.models import ModelCall, Result, RetryEntry, Run
+from formwork.db.models import ModelCall, Result, RetryEntry, Run, utcnow
 from formwork.db.queue import list_entries, requeue
 from formwork.db.session import session_factory
 from formwork.flows.batch_extract import batch_extract
@@ -43,6 +45,12 @@ def test_failures_are_queued_but_bad_input_is_not(failed_run) -> None:
 
 
 def test_nothing_is_claimed_before_its_backoff_is_over(failed_run, db_url) -> None:
+    # Full jitter may draw a backoff of a second or less, over before this line runs (a CI flake):
+    # put every entry's next try five minutes ahead, so the claim must honour the time it reads.
+    with failed_run() as session:
+        for entry in list_entries(session):
+            entry.next_attempt_at = utcnow() + timedelta(minutes=5)
+        session.commit()
     assert reprocess_failed(db_url=db_url) == []
 
 
