@@ -6,7 +6,8 @@ on what it left out, so the merged row of a long text (tasks/long_text.py) is al
 missing; a failed check makes it `partial` with the reason, never `ok`:
 - a part whose text shows table rows gave no items at all (that part alone is read once more first,
   told so: tasks/long_text.py);
-- fewer items than the text's tables have rows (header rows apart);
+- fewer items than the text's tables have rows (header rows apart), where the items are objects
+  (records, not a list of tags); a text read whole is checked for this too;
 - the items' amounts do not add up to the total the text states, within a cent per item. The total
   is the header field `x-total-of` names (`"items.amount"`), else a number field named like a total
   (total, grand_total, sum) beside one items field whose items have one amount-like number field.
@@ -68,6 +69,21 @@ def silent_parts(roles: Roles, source: str, parts: list[tuple[Part, Verdict]]) -
     return silent
 
 
+def missing_rows(body: dict[str, Any], roles: Roles, source: str, data: dict[str, Any]) -> list[str]:
+    """The reason, if the one items field of records (objects, not a list of tags) holds fewer items
+    than the text's tables have rows; checked for a text read whole too (tasks/long_text.py)."""
+    if len(roles.items) != 1:
+        return []
+    name = roles.items[0]
+    item = ((body.get("properties") or {}).get(name) or {}).get("items")
+    if not (isinstance(item, dict) and ("object" in value_types(item) or "properties" in item)):
+        return []
+    rows, found = table_rows(source), data.get(name) or []
+    if len(found) >= rows:
+        return []
+    return [f"{INCOMPLETE} {name} holds {len(found)} items for the text's {rows} table rows"]
+
+
 def completeness_problems(
     body: dict[str, Any], roles: Roles, source: str, parts: list[tuple[Part, Verdict]], merged: dict[str, Any]
 ) -> list[str]:
@@ -76,13 +92,7 @@ def completeness_problems(
         f"{INCOMPLETE} part {index + 1} of {len(parts)} gave no items though it shows {shown} table rows"
         for index, shown in silent_parts(roles, source, parts)
     ]
-    rows = table_rows(source)
-    if len(roles.items) == 1 and rows:
-        found = merged.get(roles.items[0]) or []
-        if len(found) < rows:
-            problems.append(
-                f"{INCOMPLETE} {roles.items[0]} holds {len(found)} items for the text's {rows} table rows"
-            )
+    problems += missing_rows(body, roles, source, merged)
     summed = total_of(body, roles)
     if summed:
         total_field, items_field, amount_field = summed

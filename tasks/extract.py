@@ -30,7 +30,7 @@ from formwork.schemas.registry import Schema
 from formwork.tasks.calls import BUDGET_CAP, RANK, Caller, ExtractOptions, Outcome, better
 from formwork.tasks.engines.base import Completion, Engine, EngineError, Sampling
 from formwork.tasks.fit import fit_source
-from formwork.tasks.long_text import extract_long, plan_parts
+from formwork.tasks.long_text import check_whole, extract_long, plan_parts
 from formwork.tasks.modes import extract_single_pass
 from formwork.tasks.presets import guard, preset
 from formwork.tasks.prompts import formatting_messages, reasoning_messages
@@ -142,7 +142,8 @@ def extract_safely(
             return extract_long(
                 record_id, text, schema, engines, options, plan, extract_record, meta, outcome
             )
-        return extract_record(record_id, text, schema, *engines, options, meta, outcome=outcome)
+        whole = extract_record(record_id, text, schema, *engines, options, meta, outcome=outcome)
+        return check_whole(schema, text, whole)
     except Exception as exc:
         logger.exception("record %s: unexpected error", record_id)
         outcome.verdict = Verdict("failed", None, [f"internal error: {exc!r}"])

@@ -24,10 +24,10 @@ from typing import Any
 
 from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import Schema
-from formwork.schemas.roles import part_body, schema_roles
+from formwork.schemas.roles import Roles, part_body, schema_roles
 from formwork.tasks.calls import ExtractOptions, Outcome
-from formwork.tasks.completeness import silent_parts
-from formwork.tasks.engines.base import Engine
+from formwork.tasks.completeness import missing_rows, silent_parts
+from formwork.tasks.engines.base import Engine, RequestRejected
 from formwork.tasks.fit import count_tokens, counted_engines, source_room
 from formwork.tasks.merge import merge
 from formwork.tasks.prompts import MAX_SOURCE_CHARS
@@ -36,6 +36,7 @@ from formwork.tasks.validate import Verdict
 
 PerRecord = Callable[..., Outcome]  # tasks.extract.extract_record, passed in (it dispatches here)
 _part_schemas: dict[str, Schema] = {}
+_roles: dict[str, Roles] = {}
 
 
 def part_schema(schema: Schema) -> Schema:
@@ -44,6 +45,32 @@ def part_schema(schema: Schema) -> Schema:
         body = part_body(schema.body)
         _part_schemas[schema.digest] = Schema(schema.name, schema.version, body, f"{schema.source} (part)")
     return _part_schemas[schema.digest]
+
+
+def roles_of(schema: Schema) -> Roles:
+    """`schemas.roles.schema_roles`, worked out once per schema, not per record."""
+    if schema.digest not in _roles:
+        _roles[schema.digest] = schema_roles(schema.body)
+    return _roles[schema.digest]
+
+
+def part_options(schema: Schema, options: ExtractOptions, counted: list[Engine]) -> ExtractOptions:
+    """The options a part is read with: vouched once, for the whole; where the schema has items, a
+    reasoning budget as large as the formatting budget (where the context holds it), because the
+    reasoning restates every item the part reads. With the configured 384 tokens a 1.5B model listed
+    10 of a part's 21 receipt lines, and its JSON then looped on the last two until `length`."""
+    each = replace(options, ok_vouched=True)
+    if not roles_of(schema).items:
+        return each
+    reading = part_schema(schema)
+    formatting = options.format_max_tokens or format_budget(reading.grammar_body)
+    longer = replace(each, reasoning_max_tokens=max(options.reasoning_max_tokens, formatting))
+    try:
+        if counted:
+            source_room(reading, counted, longer.reasoning_max_tokens, formatting)
+    except RequestRejected:
+        return each  # a small context: the configured budget, and smaller parts
+    return longer
 
 
 def splittable(schema: Schema) -> bool:
@@ -62,19 +89,19 @@ class Plan:
 def plan_parts(text: str, schema: Schema, engines: tuple[Engine, Engine], options: ExtractOptions) -> Plan:
     """The parts `text` is read in: one when it fits the engines' context (or cannot be split).
 
-    A part must leave the context room for the prompts and both budgets (tasks/fit.py); where the
-    schema has items, also room in the formatting budget for their JSON, which restates every item
+    A part must leave the context room for the prompts and both budgets (`part_options`, tasks/fit.py);
+    where the schema has items, also room in the formatting budget for their JSON, which restates every item
     with its keys (about twice the tokens of the lines it reads), so a part is at most half that budget.
     """
     whole = Plan([Part(0, len(text))])
     if not options.split_long_texts or not splittable(schema):
         return whole
     counted = counted_engines(engines)
-    items = bool(schema_roles(schema.body).items)
+    items = bool(roles_of(schema).items)
 
-    def fitting(read_as: Schema) -> Callable[[str], bool]:
+    def fitting(read_as: Schema, reasoning: int) -> Callable[[str], bool]:
         formatting = options.format_max_tokens or format_budget(read_as.grammar_body)
-        room = source_room(read_as, counted, options.reasoning_max_tokens, formatting)[1] if counted else 0
+        room = source_room(read_as, counted, reasoning, formatting)[1] if counted else 0
         room = min(room, formatting // 2) if items else room
 
         def fits(piece: str) -> bool:
@@ -84,9 +111,10 @@ def plan_parts(text: str, schema: Schema, engines: tuple[Engine, Engine], option
 
         return fits
 
-    if fitting(schema)(text):  # as one record, under its own schema: the usual case, decided by bytes
+    if fitting(schema, options.reasoning_max_tokens)(text):  # the usual case, decided by bytes
         return whole
-    parts = split_text(text, fitting(part_schema(schema)))
+    reasoning = part_options(schema, options, counted).reasoning_max_tokens
+    parts = split_text(text, fitting(part_schema(schema), reasoning))
     if len(parts) > options.max_parts:
         return Plan(parts[: options.max_parts], parts[options.max_parts - 1].end)
     return Plan(parts)
@@ -105,8 +133,8 @@ def extract_long(
     needed more than `max_parts` parts is cut after the last, and is never `ok`)."""
     parts = plan.parts
     outcome = outcome or Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
-    reading, each = part_schema(schema), replace(options, ok_vouched=True)  # vouched once, for the whole
-    roles = schema_roles(schema.body)
+    reading, each = part_schema(schema), part_options(schema, options, counted_engines(engines))
+    roles = roles_of(schema)
 
     def read(index: int, asked: tuple[str, ...] = ()) -> Outcome:
         part = parts[index]
@@ -139,4 +167,17 @@ def extract_long(
     outcome.reasoning_finish = _finish(done, "reasoning_finish")
     outcome.formatting_finish = _finish(done, "formatting_finish")
     outcome.settle(options, plan.cut_to)
+    return outcome
+
+
+def check_whole(schema: Schema, text: str, outcome: Outcome) -> Outcome:
+    """A text read whole is checked for the table rows its items leave out, as a merged one is: a
+    whole receipt of 64 table rows gave a 1.5B model's `ok` row with no items (its JSON could not
+    hold them all). The row is then `partial` with the reason (tasks/completeness.py)."""
+    verdict = outcome.verdict
+    if verdict.status == "failed" or not isinstance(verdict.data, dict) or not roles_of(schema).items:
+        return outcome
+    problems = missing_rows(schema.body, roles_of(schema), text, verdict.data)
+    if problems:
+        outcome.verdict = replace(verdict, status="partial", errors=[*verdict.errors, *problems])
     return outcome

@@ -22,11 +22,13 @@ from formwork.db.queries import latest_run_id, run_summary
 from formwork.db.session import session_factory
 from formwork.flows.batch_extract import batch_extract
 from formwork.flows.review import load_review, render_review
+from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import SchemaProblem, load_checked_body, load_schema
 from formwork.schemas.roles import part_body, role_problems, schema_roles
+from formwork.tasks.completeness import INCOMPLETE, missing_rows
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.fit import CUT
-from formwork.tasks.long_text import part_schema
+from formwork.tasks.long_text import part_options, part_schema
 from formwork.tasks.merge import merge
 from formwork.tasks.split import Part, split_text
 from formwork.tasks.validate import Verdict, judge
@@ -301,3 +303,44 @@ def test_a_part_that_gave_no_items_is_read_once_more_and_alone(stubborn: bool) -
         assert any(e.startswith("incomplete: part 2 of 2 gave no items") for e in outcome.verdict.errors)
     else:
         assert outcome.verdict.status == "ok" and outcome.verdict.data == answer(TEXT), outcome.verdict.errors
+
+
+class LeavesOut:
+    """An engine whose JSON lists every item but the last: a model whose answer ran out of room. The
+    whole text fits one prompt, so no part is read; what is under test is the check of the whole."""
+
+    model, max_concurrency, context_window = "scripted", 1, 8192
+
+    def count_tokens(self, text: str) -> int:
+        return len(text)
+
+    def complete(self, messages, sampling, schema=None) -> Completion:
+        if schema is None:
+            return Completion("the items as listed", "stop", 1, 1, 0.0, self.model)
+        data = answer("\n".join(m["content"] for m in messages))
+        data["items"] = data["items"][:-1]
+        written = json.dumps(data)
+        return Completion(written, "stop", 1, 1, 0.0, self.model, ((written, 0.0),))
+
+
+def test_a_text_read_whole_whose_items_leave_table_rows_out_is_partial() -> None:
+    from formwork.tasks.calls import ExtractOptions
+    from formwork.tasks.extract import extract_safely
+
+    short = receipt_text(ITEMS[:5])
+    outcome = extract_safely(1, short, RECEIPT, (LeavesOut(), LeavesOut()), ExtractOptions(max_attempts=1))
+    assert not any("part" in (c.judged or {}) for c in outcome.calls)  # read whole
+    assert outcome.verdict.status == "partial"
+    assert f"{INCOMPLETE} items holds 4 items for the text's 5 table rows" in outcome.verdict.errors
+    tags = {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string"}}}}
+    assert missing_rows(tags, schema_roles(tags), short, {"tags": ["hardware"]}) == []  # not records
+
+
+def test_a_part_of_an_items_schema_may_reason_as_long_as_it_formats() -> None:
+    from formwork.tasks.calls import ExtractOptions
+
+    roomy, configured = Silent(0), ExtractOptions()
+    formatting = format_budget(part_schema(RECEIPT).grammar_body)
+    assert part_options(RECEIPT, configured, [roomy]).reasoning_max_tokens == formatting > 384
+    roomy.context_window = 3 * formatting  # no room for both budgets and the prompt: the configured one
+    assert part_options(RECEIPT, configured, [roomy]).reasoning_max_tokens == 384
