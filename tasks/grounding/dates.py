@@ -10,7 +10,8 @@ Only what the text states is a day (`WrittenDates._states_day`, `_longest`):
 - a run must name a day: a day number, a weekday or a relative day ("June", "June 2024", "ago" or
   "next" alone name none);
 - digits before a currency or an amount word ("12 March, 95 EUR") or two digits after a comma are
-  an amount, never a year;
+  an amount, never a year; digits after "#" number an item ("set #51 | 2" is no 2 September 2051:
+  "set" is Italian for September), and a table's cells are read apart;
 - a reading belongs to the longest run around its date word: a sub-run that means another day is
   dropped ("Mon 3" of "Mon 3 June", "Monday" of "next Monday");
 - "next" and "last" before a weekday are read here (dateparser reads "next Monday" as nothing and
@@ -47,7 +48,7 @@ AMOUNT_AFTER = re.compile(
     r"\s*(?:[€$£¥₹]|(?:[A-Z]{3}|[Ee]uros?|[Dd]ollars?|[Ff]rancs?|[Pp]ounds?|yen|kr|zł|Kč)(?![^\W\d_]))"
 )
 CURRENCY_SIGN = re.compile(r"[€$£¥₹]")
-BOUNDARY = re.compile(r"[\n;!?()\[\]]")  # between two words: they belong to two expressions
+BOUNDARY = re.compile(r"[\n\t|;!?()\[\]]")  # between two words (a table's cells too): two expressions
 SHORT = re.compile(r"\d{1,2}|[^\W\d_]{1,4}")  # a day number or an abbreviation, before its own dot
 STEP = {"next": 1, "last": -1}  # "next Monday", "last Friday": read here, not by dateparser
 # Two bases far apart: an expression that parses to different days against them is relative.
@@ -121,6 +122,8 @@ class WrittenDates:
         start, end = self.words[first][0], self.words[last][1]
         if CURRENCY_SIGN.search(self.text, start, end) or any(self._ends(k) for k in range(first, last)):
             return False
+        if any(self.text[s - 1 : s] == "#" for s, _ in self.words[first : last + 1]):
+            return False  # "#51" numbers a line or an item ("Drill bit set #51": no 2051 in Italian)
         if words[-1].isdigit() and last > first:
             between = self.text[self.words[last - 1][1] : self.words[last][0]]
             if AMOUNT_AFTER.match(self.text, end) or ("," in between and len(words[-1]) <= 2):
