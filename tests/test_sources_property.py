@@ -20,7 +20,11 @@ from formwork.tasks.sources.jsonl import own_id
 from tests.test_sources import assert_storable
 
 BOM = codecs.BOM_UTF8
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# CSV cells are filtered to those that cannot close a stray quote: on some seeds most draws are
+# (a CI run failed the filter_too_much check, 50 filtered to 9 kept), which is slow, not wrong.
+SETTINGS = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 
 # Texts with what real exports hold, plus what databases refuse: NULs, lone surrogates, BOMs, CR.
 ODD = st.sampled_from(["\x00", "\ud800", "\udfff", "\ufeff", "\u2028", "é", "€", "😀", '"', ",", "\r", "\n"])
