@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from typing import Any
 
 import pytest
@@ -25,10 +26,11 @@ from formwork.flows.review import load_review, render_review
 from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import SchemaProblem, load_checked_body, load_schema
 from formwork.schemas.roles import part_body, role_problems, schema_roles
+from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.completeness import INCOMPLETE, missing_rows
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.fit import CUT
-from formwork.tasks.long_text import part_options, part_schema
+from formwork.tasks.long_text import part_options, part_schema, plan_parts
 from formwork.tasks.merge import merge
 from formwork.tasks.split import Part, split_text
 from formwork.tasks.validate import Verdict, judge
@@ -270,20 +272,23 @@ class Silent:
     model, max_concurrency, context_window = "scripted", 1, 8192
 
     def __init__(self, silent_part: int, stubborn: bool = False) -> None:
+        from formwork.tasks.calls import ExtractOptions
+
         self.silent, self.stubborn, self.told = silent_part, stubborn, 0
+        self.parts = plan_parts(TEXT, RECEIPT, (self, self), ExtractOptions(max_attempts=1)).parts
 
     def count_tokens(self, text: str) -> int:
-        return len(text)  # a token a character: a part of an items schema is at most 512 characters
+        return len(text)  # a token a character
 
     def complete(self, messages, sampling, schema=None) -> Completion:
         if schema is None:
             return Completion("the items as listed", "stop", 1, 1, 0.0, self.model)
         prompt = "\n".join(m["content"] for m in messages)
-        part = next(p for p in split_text(TEXT, fits(512)) if p.text(TEXT) in prompt)
+        part = next(p for p in self.parts if p.text(TEXT) in prompt)
         told = "gave no items" in messages[-1]["content"]
         self.told += told
         data = answer(part.text(TEXT))
-        if part == split_text(TEXT, fits(512))[self.silent] and (self.stubborn or not told):
+        if part == self.parts[self.silent] and (self.stubborn or not told):
             data["items"] = []
         written = json.dumps(data)
         return Completion(written, "stop", 1, 1, 0.0, self.model, ((written, 0.0),))
@@ -297,10 +302,12 @@ def test_a_part_that_gave_no_items_is_read_once_more_and_alone(stubborn: bool) -
     engine = Silent(silent_part=1, stubborn=stubborn)
     outcome = extract_safely(1, TEXT, RECEIPT, (engine, engine), ExtractOptions(max_attempts=1))
     parts = {(c.judged["part"]["index"], c.judged["part"].get("again", False)) for c in outcome.calls}
-    assert parts == {(1, False), (2, False), (2, True)} and engine.told == 1, parts  # once, that part only
+    n = len(engine.parts)
+    assert n > 1 and parts == {(i, False) for i in range(1, n + 1)} | {(2, True)}, parts
+    assert engine.told == 1  # once, that part only
     if stubborn:
         assert outcome.verdict.status == "partial"
-        assert any(e.startswith("incomplete: part 2 of 2 gave no items") for e in outcome.verdict.errors)
+        assert any(e.startswith(f"incomplete: part 2 of {n} gave no items") for e in outcome.verdict.errors)
     else:
         assert outcome.verdict.status == "ok" and outcome.verdict.data == answer(TEXT), outcome.verdict.errors
 
@@ -344,3 +351,16 @@ def test_a_part_of_an_items_schema_may_reason_as_long_as_it_formats() -> None:
     assert part_options(RECEIPT, configured, [roomy]).reasoning_max_tokens == formatting > 384
     roomy.context_window = 3 * formatting  # no room for both budgets and the prompt: the configured one
     assert part_options(RECEIPT, configured, [roomy]).reasoning_max_tokens == 384
+
+
+def test_what_a_perfect_model_writes_for_each_part_fits_the_formatting_budget() -> None:
+    # Short lines restate the most keys for their size (as CJK ones do): 60 items of two letters.
+    short = [(f"{chr(65 + i % 26)}{i % 9}", i % 4 + 1, float(i + 1)) for i in range(60)]
+    text, engine = receipt_text(short), Silent(0)  # a token a character: the JSON's length is its tokens
+    parts = plan_parts(text, RECEIPT, (engine, engine), ExtractOptions(max_attempts=1)).parts
+    budget = format_budget(part_schema(RECEIPT).grammar_body)
+    for part in parts:
+        rows = re.findall(r"^\| (\w+) \| (\d+) \| ([\d.]+) \|$", part.text(text), re.MULTILINE)
+        items = [{"description": d, "quantity": int(q), "amount": float(a)} for d, q, a in rows]
+        written = json.dumps(answer("") | {"items": items})
+        assert len(written) <= budget, (len(written), budget, len(parts))
