@@ -8,7 +8,8 @@ stands in the whole text, and the parts' values are combined by each field's rol
   its `x-key` names are all equal;
 - header: the value every part that states it agrees on; parts that disagree make a conflict: the
   field is nulled and listed with what each part said (the row `partial`, or `failed` where the field
-  is critical), never a silent pick. A part that does not state it is not a disagreement.
+  is critical), never a silent pick. A part that does not state it is not a disagreement, nor is one
+  whose number stands only on lines that hold its own items' values (`_borrowed`: a price as the total).
 A part's refusals stay the merged row's (the part named after each, item paths as the merged row
 numbers them), except those about a header field another part stated or an item copy dropped; a
 failed part makes the row `partial` at best (its items are missing). The merged row is then judged
@@ -65,11 +66,33 @@ def _same_key(one: Any, other: Any, key: tuple[str, ...]) -> bool:
     return all(a is not None and a == b for a, b in values)
 
 
+def _borrowed(verdict: Verdict, text: str, name: str, items: tuple[str, ...]) -> bool:
+    """Whether a part's header number `name` is written only on lines that hold its own items'
+    values: an item's number, not a header the part states (a 1.5B model gave a part with no total
+    the total 57.9 of its line "Hose clip #37 | 3 | 57.90"). A total on a line of its own stays, even
+    one equal to an item's price. `text` is the part's own text (its spans' frame)."""
+    value = (verdict.data or {}).get(name)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False  # a name may well be a header and an item's (the sender who signs): numbers only
+    spans = next((row["spans"] for row in verdict.evidence if row["path"] == name and row.get("spans")), None)
+    if not spans:
+        return False
+
+    def line(at: int) -> int:
+        return text.count("\n", 0, at)
+
+    item_lines = {
+        line(start) for row in verdict.evidence
+        if (m := ITEM_PATH.match(row["path"])) and m[1] in items for start, _ in row.get("spans") or []
+    }  # fmt: skip
+    return all(line(start) in item_lines for start, _ in spans)
+
+
 class _Merge:
     """One merge: the parts' verdicts, and the merged row's pieces as they are gathered."""
 
-    def __init__(self, schema: Schema, roles: Roles, parts: list[tuple[Part, Verdict]]):
-        self.schema, self.roles, self.parts = schema, roles, parts
+    def __init__(self, schema: Schema, roles: Roles, source: str, parts: list[tuple[Part, Verdict]]):
+        self.schema, self.roles, self.source, self.parts = schema, roles, source, parts
         # a failed part's values are never stored (as for any failed row): only the others merge
         self.usable = [(i, part, v) for i, (part, v) in enumerate(parts) if v.status != "failed"]
         self.data: dict[str, Any] = {}
@@ -81,6 +104,7 @@ class _Merge:
         self.conflicts: list[str] = []
         self.stated: set[str] = set()  # header fields some part stated and all agreed on
         self.renamed: dict[tuple[int, str], dict[int, int]] = {}  # (part, items field): part index -> merged
+        self.borrowed: set[tuple[int, str]] = set()  # (part, header field): an item's value (_borrowed)
 
     def label(self, index: int) -> str:
         part = self.parts[index][0]
@@ -135,6 +159,12 @@ class _Merge:
             (index, verdict.data[name]) for index, _, verdict in self.usable
             if isinstance(verdict.data, dict) and verdict.data.get(name) is not None
         ]  # fmt: skip
+        lent = {
+            index for index, _ in said
+            if _borrowed(self.parts[index][1], self.parts[index][0].text(self.source), name, self.roles.items)
+        }  # fmt: skip
+        self.borrowed |= {(index, name) for index in lent}
+        said = [(index, value) for index, value in said if index not in lent]
         distinct = {json.dumps(value, sort_keys=True, ensure_ascii=False) for _, value in said}
         self.data[name] = None
         if len(distinct) == 1:
@@ -145,6 +175,8 @@ class _Merge:
             self.conflicts.append(name)
             self.messages.append(f"{name}: the parts disagree ({shown}); nulled, as no part outranks another")
         for index, part, verdict in self.usable:
+            if index in lent:
+                continue  # an item's value, said there: not this field's
             for row in verdict.evidence:
                 if row["path"] == name and (name not in self.stated or row["value"] == self.data[name]):
                     self.rows.append(_shift(row, part, index, name))
@@ -168,6 +200,8 @@ class _Merge:
             for message in verdict.errors:
                 if message.startswith(EMPTY_ROW) or any(_about(message, h) for h in self.stated):
                     continue  # judged again on the merged row; a header another part stated
+                if any(_about(message, h) for i, h in self.borrowed if i == index):
+                    continue  # about an item's value this part gave a header field: not the field's
                 if (item := LEADING_ITEM.match(message)) and (index, item[1]) in self.renamed:
                     renamed = self.renamed[(index, item[1])]
                     if int(item[2]) not in renamed:
@@ -181,7 +215,7 @@ def merge(schema: Schema, roles: Roles, source: str, parts: list[tuple[Part, Ver
     if all(verdict.status == "failed" for _, verdict in parts):
         errors = [f"part {i + 1} of {len(parts)}: {e}" for i, (_, v) in enumerate(parts) for e in v.errors]
         return Merged(Verdict("failed", None, errors), 0, ())
-    run = _Merge(schema, roles, parts)
+    run = _Merge(schema, roles, source, parts)
     for name in roles.items:
         run.items(name)
     for name in roles.headers:

@@ -145,7 +145,10 @@ def split_text(text: str, fits: Callable[[str], bool]) -> list[Part]:
             start = spans[index][0]  # the overlap and the next unit do not fit together: no overlap
         while index + 1 < len(spans) and fits(part(start, spans[index + 1][1]).text(text)):
             index += 1
-        parts.append(part(start, spans[index][1]))
+        chosen = part(start, spans[index][1])
+        if not fits(chosen.text(text)):
+            chosen = Part(start, spans[index][1])  # a unit that fits only without the table's header row
+        parts.append(chosen)
         index += 1
         if index < len(spans):
             following = _overlap_start(text, (start, spans[index - 1][1]))
