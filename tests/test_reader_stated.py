@@ -48,6 +48,7 @@ CASES = [
     ("Hotel 12 March, 95 EUR + city tax 5 EUR, total 100 EUR", "amount", None, [95, 100], []),
     ("Dinner on 31 December, 80 EUR", "date", sent("2024-01-02"), ["2023-12-31"], ["1980-12-31"]),
     ("| Drill bit set #51 | 2 | 14.10 |", "date", None, [], ["2051-09-02"]),  # "set": Italian September
+    ("2026년 1월 28일 팀 회식 비용 총 452,000원", "date", None, ["2026-01-28"], []),
     ("| Taxi | 3 June 2024 | 30 EUR |", "date", None, ["2024-06-03"], []),
     ("Taxi\tset 2\t2024", "date", None, [], ["2024-09-02"]),  # cells read apart
     ("Dinner on 31 December, 80 EUR", "amount", sent("2024-01-02"), [80], []),

@@ -1,10 +1,11 @@
 """Every date a text writes, with its span: numeric forms by regex, written ones by dateparser.
 
-Numeric forms ("2020-03-03", "3/3/20", "2020年3月3日") are read by a regex, in either day/month order
-when the text is ambiguous. Written ones are read by `dateparser`, asked only about runs of words
-around a month, weekday or relative word (dateparser alone glues neighbours onto a date: "last
-Friday, 30"; "on March 3rd 2020 by"). An expression whose meaning depends on the day it was written
-("yesterday", "last Friday", "March 3") is read only against a reference date, as `derived`.
+Numeric forms ("2020-03-03", "3/3/20", "2020年3月3日", "2020년 3월 3일") are read by a regex, in
+either day/month order when the text is ambiguous. Written ones are read by `dateparser`, asked only
+about runs of words around a month, weekday or relative word (dateparser alone glues neighbours onto
+a date: "last Friday, 30"; "on March 3rd 2020 by"). An expression whose meaning depends on the day it
+was written ("yesterday", "last Friday", "March 3") is read only against a reference date, as
+`derived`.
 
 Only what the text states is a day (`WrittenDates._states_day`, `_longest`):
 - a run must name a day: a day number, a weekday or a relative day ("June", "June 2024", "ago" or
@@ -37,7 +38,7 @@ from functools import lru_cache
 from formwork.tasks.grounding.date_words import LANGUAGES, date_words, day_words, known, weekday_numbers
 from formwork.tasks.grounding.reading import RECORDS_KEPT, Reading
 
-YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年]\s*(\d{1,2})\s*[-/.月]\s*(\d{1,2})(?:\s*日)?(?!\d)")
+YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年년]\s*(\d{1,2})\s*[-/.月월]\s*(\d{1,2})(?:\s*[日일])?(?!\d)")
 AB_Y = re.compile(r"(?<!\d)(\d{1,2})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{4}|\d{2})(?!\d)")
 WORD = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?|\w+(?:[./-]\w+)*")  # a time is one word: "Jun 2024 09" is no day
 MAX_WORDS = 5
