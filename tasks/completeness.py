@@ -8,6 +8,8 @@ missing; a failed check makes it `partial` with the reason, never `ok`:
   told so: tasks/long_text.py);
 - fewer items than the text's tables have rows (header rows apart), where the items are objects
   (records, not a list of tags); a text read whole is checked for this too;
+- an items field keyed by an e-mail (`x-key`) leaves out an address the text writes; a text read
+  whole is checked for this too;
 - the items' amounts do not add up to the total the text states, within a cent per item. The total
   is the header field `x-total-of` names (`"items.amount"`), else a number field named like a total
   (total, grand_total, sum) beside one items field whose items have one amount-like number field.
@@ -25,6 +27,7 @@ from formwork.tasks.validate import Verdict
 
 INCOMPLETE = "incomplete:"  # begins every reason this module gives (counted by benchmarks/long_texts.py)
 TOTAL_NAME = re.compile(r"^(?:grand_?)?(?:total|sum)(?:_?amount)?$", re.IGNORECASE)
+EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 AMOUNT_NAME = re.compile(r"^(?:line_?)?(?:amount|price|total|cost|value)$", re.IGNORECASE)
 
 
@@ -84,6 +87,29 @@ def missing_rows(body: dict[str, Any], roles: Roles, source: str, data: dict[str
     return [f"{INCOMPLETE} {name} holds {len(found)} items for the text's {rows} table rows"]
 
 
+def missing_keys(body: dict[str, Any], roles: Roles, source: str, data: dict[str, Any]) -> list[str]:
+    """The reason, if an items field identified by an e-mail (`x-key` naming a field of format email)
+    leaves out addresses the text writes: a 1.5B model's `ok` row of a five-mail thread held one of its
+    five people. Checked for a text read whole too."""
+    problems = []
+    properties = body.get("properties") or {}
+    for name in roles.items:
+        fields = (((properties.get(name) or {}).get("items") or {}).get("properties")) or {}
+        for key in roles.keys.get(name, ()):
+            node = fields.get(key) or {}
+            if "email" not in (node.get("format"), node.get("x-format")):
+                continue
+            written = {m.group().casefold() for m in EMAIL.finditer(source)}
+            listed = [item for item in data.get(name) or [] if isinstance(item, dict)]
+            held = {str(item[key]).casefold() for item in listed if item.get(key)}
+            if written - held:
+                problems.append(
+                    f"{INCOMPLETE} {name} holds {len(written & held)} of the {len(written)} {key} addresses "
+                    "the text writes"
+                )
+    return problems
+
+
 def completeness_problems(
     body: dict[str, Any], roles: Roles, source: str, parts: list[tuple[Part, Verdict]], merged: dict[str, Any]
 ) -> list[str]:
@@ -92,7 +118,7 @@ def completeness_problems(
         f"{INCOMPLETE} part {index + 1} of {len(parts)} gave no items though it shows {shown} table rows"
         for index, shown in silent_parts(roles, source, parts)
     ]
-    problems += missing_rows(body, roles, source, merged)
+    problems += missing_rows(body, roles, source, merged) + missing_keys(body, roles, source, merged)
     summed = total_of(body, roles)
     if summed:
         total_field, items_field, amount_field = summed

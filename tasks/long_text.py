@@ -27,7 +27,7 @@ from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import Schema
 from formwork.schemas.roles import Roles, part_body, schema_roles
 from formwork.tasks.calls import ExtractOptions, Outcome
-from formwork.tasks.completeness import missing_rows, silent_parts
+from formwork.tasks.completeness import missing_keys, missing_rows, silent_parts
 from formwork.tasks.engines.base import Engine, RequestRejected
 from formwork.tasks.fit import count_tokens, counted_engines, source_room
 from formwork.tasks.merge import merge
@@ -200,13 +200,15 @@ def extract_long(
 
 
 def check_whole(schema: Schema, text: str, outcome: Outcome) -> Outcome:
-    """A text read whole is checked for the table rows its items leave out, as a merged one is: a
-    whole receipt of 64 table rows gave a 1.5B model's `ok` row with no items (its JSON could not
-    hold them all). The row is then `partial` with the reason (tasks/completeness.py)."""
+    """A text read whole is checked for the table rows and e-mail-keyed items its items leave out, as
+    a merged one is: a whole receipt of 64 table rows gave a 1.5B model's `ok` row with no items (its
+    JSON could not hold them all). The row is then `partial` with the reason (tasks/completeness.py)."""
     verdict = outcome.verdict
     if verdict.status == "failed" or not isinstance(verdict.data, dict) or not roles_of(schema).items:
         return outcome
-    problems = missing_rows(schema.body, roles_of(schema), text, verdict.data)
+    roles = roles_of(schema)
+    problems = missing_rows(schema.body, roles, text, verdict.data)
+    problems += missing_keys(schema.body, roles, text, verdict.data)
     if problems:
         outcome.verdict = replace(verdict, status="partial", errors=[*verdict.errors, *problems])
     return outcome

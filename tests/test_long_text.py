@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import SchemaProblem, load_checked_body, load_schema
 from formwork.schemas.roles import part_body, role_problems, schema_roles
 from formwork.tasks.calls import ExtractOptions
-from formwork.tasks.completeness import INCOMPLETE, missing_rows
+from formwork.tasks.completeness import INCOMPLETE, missing_keys, missing_rows
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.fit import CUT
 from formwork.tasks.long_text import part_options, part_schema, plan_parts
@@ -36,6 +37,7 @@ from formwork.tasks.split import Part, split_text
 from formwork.tasks.validate import Verdict, judge
 
 RECEIPT = load_schema("receipt")
+LONG_GOLD = Path(__file__).resolve().parents[1] / "examples" / "gold" / "long"
 ROLES = schema_roles(RECEIPT.body)
 ITEMS = [(f"Widget model {chr(65 + i % 26)}{i}", i % 4 + 1, round(2.5 + i * 1.25, 2)) for i in range(18)]
 TOTAL = round(sum(amount for *_, amount in ITEMS), 2)
@@ -377,3 +379,16 @@ def test_what_a_perfect_model_writes_for_each_part_fits_the_formatting_budget() 
         items = [{"description": d, "quantity": int(q), "amount": float(a)} for d, q, a in rows]
         written = json.dumps(answer("") | {"items": items})
         assert len(written) <= budget, (len(written), budget, len(parts))
+
+
+def test_a_list_keyed_by_e_mail_that_leaves_an_address_out_is_incomplete() -> None:
+    long = LONG_GOLD / "thread_contacts"
+    schema = load_schema(long.with_suffix(".schema.json"))
+    roles = schema_roles(schema.body)
+    for line in long.with_suffix(".jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        text, gold = row["text"], row["gold"]
+        assert missing_keys(schema.body, roles, text, gold) == []  # a perfect answer holds them all
+        fewer = {"contacts": gold["contacts"][:1]}
+        (reason,) = missing_keys(schema.body, roles, text, fewer)
+        assert reason == f"{INCOMPLETE} contacts holds 1 of the 5 email addresses the text writes"
