@@ -81,6 +81,13 @@ def schema_roles(body: dict[str, Any]) -> Roles:
     return Roles(roles, keys, frozenset(inferred))
 
 
+def item_node(body: dict[str, Any], name: str) -> dict[str, Any]:
+    """The schema of one item of the top-level property `name` ({} when it states none)."""
+    node = (body.get("properties") or {}).get(name)
+    item = node.get("items") if isinstance(node, dict) else None
+    return item if isinstance(item, dict) else {}
+
+
 def role_problems(body: dict[str, Any]) -> list[str]:
     """What is wrong with a schema's `x-split` and `x-key` annotations, as messages that say what to
     change: a role other than the two, items on a non-array, a key naming no field of the item."""
@@ -95,7 +102,7 @@ def role_problems(body: dict[str, Any]) -> list[str]:
         if split == "items" and not _is_array(node):
             problems.append(f"{where}: x-split 'items' needs an array (its type is {node.get('type')!r})")
         if "x-key" in node:
-            fields = ((node.get("items") or {}).get("properties") or {}) if _is_array(node) else {}
+            fields = (item_node(body, name).get("properties") or {}) if _is_array(node) else {}
             key = node["x-key"]
             if not isinstance(key, list) or not key or any(k not in fields for k in key):
                 problems.append(

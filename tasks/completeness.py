@@ -21,13 +21,13 @@ import re
 from typing import Any
 
 from formwork.schemas.annotations import value_types
-from formwork.schemas.roles import Roles
+from formwork.schemas.roles import Roles, item_node
+from formwork.tasks.grounding.spans import EMAIL
 from formwork.tasks.split import Part, table_headers
 from formwork.tasks.validate import Verdict
 
 INCOMPLETE = "incomplete:"  # begins every reason this module gives (counted by benchmarks/long_texts.py)
 TOTAL_NAME = re.compile(r"^(?:grand_?)?(?:total|sum)(?:_?amount)?$", re.IGNORECASE)
-EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 AMOUNT_NAME = re.compile(r"^(?:line_?)?(?:amount|price|total|cost|value)$", re.IGNORECASE)
 
 
@@ -46,7 +46,7 @@ def total_of(body: dict[str, Any], roles: Roles) -> tuple[str, str, str] | None:
     totals = [n for n in roles.headers if TOTAL_NAME.match(n) and _numeric(properties.get(n))]
     if len(totals) != 1 or len(roles.items) != 1:
         return None
-    item = ((properties.get(roles.items[0]) or {}).get("items") or {}).get("properties") or {}
+    item = item_node(body, roles.items[0]).get("properties") or {}
     amounts = [n for n, node in item.items() if AMOUNT_NAME.match(n) and _numeric(node)]
     return (totals[0], roles.items[0], amounts[0]) if len(amounts) == 1 else None
 
@@ -78,8 +78,8 @@ def missing_rows(body: dict[str, Any], roles: Roles, source: str, data: dict[str
     if len(roles.items) != 1:
         return []
     name = roles.items[0]
-    item = ((body.get("properties") or {}).get(name) or {}).get("items")
-    if not (isinstance(item, dict) and ("object" in value_types(item) or "properties" in item)):
+    item = item_node(body, name)
+    if not ("object" in value_types(item) or "properties" in item):
         return []
     rows, found = table_rows(source), data.get(name) or []
     if len(found) >= rows:
@@ -92,9 +92,8 @@ def missing_keys(body: dict[str, Any], roles: Roles, source: str, data: dict[str
     has fewer items than the text has addresses, beyond those its items hold: a 1.5B model's `ok` row
     of a five-mail thread held one of its five people. Checked for a text read whole too."""
     problems = []
-    properties = body.get("properties") or {}
     for name in roles.items:
-        fields = (((properties.get(name) or {}).get("items") or {}).get("properties")) or {}
+        fields = item_node(body, name).get("properties") or {}
         for key in roles.keys.get(name, ()):
             node = fields.get(key) or {}
             if "email" not in (node.get("format"), node.get("x-format")):

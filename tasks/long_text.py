@@ -25,7 +25,7 @@ from typing import Any
 
 from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import Schema
-from formwork.schemas.roles import Roles, part_body, schema_roles
+from formwork.schemas.roles import Roles, item_node, part_body, schema_roles
 from formwork.tasks.calls import ExtractOptions, Outcome
 from formwork.tasks.completeness import missing_keys, missing_rows, silent_parts
 from formwork.tasks.engines.base import Engine, RequestRejected
@@ -90,9 +90,7 @@ class Plan:
 def _skeleton(schema: Schema) -> str:
     """The JSON an item restates beside its values (its keys, quotes and commas), for the longest
     item of the schema's items fields: what each listed line costs the formatting pass."""
-    properties = schema.body.get("properties") or {}
-    shapes = [((properties.get(name) or {}).get("items") or {}) for name in roles_of(schema).items]
-    keys = [shape.get("properties") or {} for shape in shapes if isinstance(shape, dict)]
+    keys = [item_node(schema.body, name).get("properties") or {} for name in roles_of(schema).items]
     return max((json.dumps(dict.fromkeys(k)) + ", " for k in keys), key=len, default="null, ")
 
 
@@ -203,10 +201,9 @@ def check_whole(schema: Schema, text: str, outcome: Outcome) -> Outcome:
     """A text read whole is checked for the table rows and e-mail-keyed items its items leave out, as
     a merged one is: a whole receipt of 64 table rows gave a 1.5B model's `ok` row with no items (its
     JSON could not hold them all). The row is then `partial` with the reason (tasks/completeness.py)."""
-    verdict = outcome.verdict
-    if verdict.status == "failed" or not isinstance(verdict.data, dict) or not roles_of(schema).items:
+    verdict, roles = outcome.verdict, roles_of(schema)
+    if verdict.status == "failed" or not isinstance(verdict.data, dict) or not roles.items:
         return outcome
-    roles = roles_of(schema)
     problems = missing_rows(schema.body, roles, text, verdict.data)
     problems += missing_keys(schema.body, roles, text, verdict.data)
     if problems:
