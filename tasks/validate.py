@@ -174,7 +174,7 @@ def _evidence_errors(
                         logprob_mode=mode if e.path in confidences else "none")
                 for e in evidence]  # fmt: skip
 
-    copied = {copy.path: original for copy, original in copies(evidence)}
+    copied = {copy.path: original for copy, original in copies(evidence, source)}
     pasted = prewritten(evidence, source)
     evidence = [replace(e, grounded=False) if e.path in copied or e.path in pasted else e for e in evidence]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date
 
 from hypothesis import given, settings
@@ -63,7 +64,7 @@ def test_a_quote_field_is_not_offered_the_words_of_a_number_or_date_a_value_fiel
     for amount in (35, None):
         for value in who:
             record = {"amount": amount, "day": "2024-03-03", "who": value}
-            assert not copies(ground(BODY, record, text)), value
+            assert not copies(ground(BODY, record, text), text), value
     amounts = grounded_body(BODY, "Keyboard £59.99 on 12 Jan 2024, 12 CAD parking")["properties"]["amount"]
     assert 59.99 in amounts["enum"] and 12 in amounts["enum"] and 2024 not in amounts["enum"]  # 12 CAD
     assert (
@@ -332,3 +333,45 @@ def test_a_spans_words_are_looked_up_exactly_as_matching_the_slice_would_find_th
         assert any(
             s < start < e or s < end < e for s, e in ((m.start(), m.end()) for m in spans.WORD.finditer(text))
         )
+
+
+def test_a_free_string_made_of_an_amount_and_a_written_currency_is_neither_offered_nor_accepted() -> None:
+    """ "12 CAD" is the amount's and the currency's words: the bundled model, offered it, stored it as
+    the `who` of "Parking at the client site, 12 CAD, 2024-11-02, project Maple" (and "18.50 dollars"
+    as the `who` of a coffee note); grounding off, it wrote "12", which the copy rule refused."""
+    from formwork.tasks.engines.base import Completion
+    from formwork.tasks.validate import judge
+
+    expense = load_schema("expense")
+    for text, copied, kept in (
+        ("Parking at the client site, 12 CAD, 2024-11-02, project Maple", ("12 CAD", "CAD"), "Maple"),
+        ("Sent on 2024-06-10: coffee for the team, 18.50 dollars", ("18.50 dollars",), "coffee"),
+        ("Lunch 2 Coffee, 12 CAD, Ana", ("12 CAD",), "2 Coffee"),  # a longer phrase is no copy
+    ):
+        fields = GROUNDED.formatting_grammar(expense, text, None)["properties"]
+        assert kept in fields["who"]["enum"] and not set(copied) & set(fields["who"]["enum"]), text
+        amount = 12 if "12" in text else 18.5
+        currency = "CAD" if "CAD" in text else "USD"
+        for who, refused in [*((c, True) for c in copied), (kept, False)]:
+            shaped = {"who": who, "date": None, "amount": amount, "currency": currency,
+                      "category": "other", "project": None}  # fmt: skip
+            formatting = Completion(json.dumps(shaped), "stop", 1, 1, 0.1, "m")
+            verdict = judge(expense, text, Completion("notes", "stop", 1, 1, 0.1, "m"), formatting)
+            copy_errors = [e for e in verdict.errors if e.startswith("who") and "is the text that gives" in e]
+            assert bool(copy_errors) is refused, (who, verdict.errors)
+
+
+@given(st.lists(st.sampled_from(["12", "CAD", "Ana", "2024-11-02", ",", " ", "é", "日本"]), max_size=8))
+def test_a_span_is_made_of_held_words_exactly_when_every_letter_and_digit_is_inside_them(pieces) -> None:
+    from formwork.tasks.grounding.reading import made_of, word_mask
+
+    text, held, place = "", [], 0
+    for piece in pieces:
+        if piece in ("12", "CAD", "2024-11-02"):
+            held.append((place, place + len(piece)))
+        text, place = text + piece, place + len(piece)
+    mask = word_mask(text, held)
+    covered = {i for start, end in held for i in range(start, end)}
+    words = [i for i, c in enumerate(text) if c.isalnum()]
+    expected = bool(covered) and all(i in covered for i in words)
+    assert made_of(mask, (0, len(text))) is expected, (text, mask)

@@ -46,9 +46,9 @@ from formwork.schemas.annotations import Rule, rule_for, value_types
 from formwork.schemas.paths import EMAIL as EMAIL_SHAPE
 from formwork.schemas.paths import semantic_errors
 from formwork.schemas.validator import validator_class
-from formwork.tasks.grounding.aliases import written_labels
+from formwork.tasks.grounding.aliases import Spans, written_labels
 from formwork.tasks.grounding.evidence import record_source
-from formwork.tasks.grounding.reading import RECORDS_KEPT, inside, within
+from formwork.tasks.grounding.reading import RECORDS_KEPT, made_of, within, word_mask
 from formwork.tasks.grounding.spans import Mentions, base_forms, cues_for, quote_spans
 from formwork.tasks.grounding.values import ValueFinder
 
@@ -129,39 +129,59 @@ def _mentioned_first(values: list[tuple[Any, str]], notes: str) -> list[Any]:
 
 
 class ValueWords:
-    """The words the schema's `value` fields read, which back no other field (one phrase backs one
-    field, tasks.grounding.copies): a quote made only of a number's or a date's words ("12" of
-    "Parking, 12 CAD" beside an amount, "2024" of "2024-06-10" beside a date), and a number that is
-    part of a date ("12" of "12 Jan 2024"), are refused by the judge, so they are never proposed."""
+    """The words that back the schema's other fields, which back no free string (one phrase backs one
+    field, tasks.grounding.copies): a quote made only of numbers', dates' and written enum labels'
+    words ("12" or "12 CAD" of "Parking, 12 CAD" beside an amount and a currency, "2024" of
+    "2024-06-10" beside a date), and a number that is part of a date ("12" of "12 Jan 2024"), are
+    refused by the judge, so they are never proposed. `labels` are the spans where the text writes a
+    label of one of the schema's aliased enums."""
 
-    def __init__(self, kinds: frozenset[str], finder: ValueFinder):
+    def __init__(self, kinds: frozenset[str], finder: ValueFinder, labels: Spans):
         self.text = finder.text
         numbers = [r.span for r in finder.number_readings()] if "number" in kinds else []
         self.dates = [r.span for r in finder.date_readings()] if "date" in kinds else []
-        self.held = numbers + self.dates  # the words of every reading a value field may take
-        # every held reading's words, apart: a value all of whose places lie inside held words is
-        # written inside one of them, so a value not found here is not held (one search of a short
-        # string, where a search of the whole text per span made the test quadratic in the text)
-        self.held_words = "\n".join(self.text[start:end] for start, end in self.held)
+        held = [*numbers, *self.dates, *labels]  # the words of every reading another field may take
+        self.mask = word_mask(self.text, held) if held else ""
 
     def part_of_date(self, span: tuple[int, int]) -> bool:
         return within(span, self.dates)
 
     def hold(self, value: Any) -> bool:
-        """Whether every place the text writes `value` lies inside a number's or a date's words (a
-        span the text does not write verbatim, such as a base form, is not held)."""
-        if not self.held or not isinstance(value, str) or not value or value not in self.held_words:
+        """Whether every place the text writes `value` is made of other fields' words (a span the
+        text does not write verbatim, such as a base form, is not held)."""
+        if not self.mask or not isinstance(value, str) or not value:
             return False
         places, start = [], self.text.find(value)
         while start >= 0:  # the non-overlapping places, as a search for the literal finds them
             places.append((start, start + len(value)))
             start = self.text.find(value, start + len(value))
-        return bool(places) and all(inside(place, self.held) for place in places)
+        return bool(places) and all(made_of(self.mask, place) for place in places)
 
 
 @lru_cache(maxsize=64)
 def _kinds_of(root: _Same) -> frozenset[str]:
     return frozenset(_value_kinds(root.node))
+
+
+@lru_cache(maxsize=64)
+def _aliased_of(root: _Same) -> tuple[dict[str, Any], ...]:
+    """Every enum node of the schema that declares `x-aliases` (a currency): its labels are read."""
+
+    def visit(node: Any) -> Iterable[dict[str, Any]]:
+        if isinstance(node, list):
+            yield from (found for n in node for found in visit(n))
+        elif isinstance(node, dict):
+            if isinstance(node.get("x-aliases"), dict) and "enum" in node:
+                yield node
+            yield from (found for v in node.values() if isinstance(v, dict | list) for found in visit(v))
+
+    return tuple(visit(root.node))
+
+
+def _label_spans(root: _Same, text: str) -> Spans:
+    """Where the text writes a label of one of the schema's aliased enums."""
+    written = (written_labels(node, text) for node in _aliased_of(root))
+    return tuple(sorted({span for labels in written for spans in labels.values() for span in spans}))
 
 
 def _value_kinds(node: Any) -> set[str]:
@@ -180,8 +200,8 @@ def _value_kinds(node: Any) -> set[str]:
 
 
 @lru_cache(maxsize=RECORDS_KEPT)
-def _value_words(finder: ValueFinder, kinds: frozenset[str]) -> ValueWords:
-    return ValueWords(kinds, finder)  # once per record, for every attempt's grammar
+def _value_words(finder: ValueFinder, kinds: frozenset[str], labels: Spans) -> ValueWords:
+    return ValueWords(kinds, finder, labels)  # once per record, for every attempt's grammar
 
 
 def _pool(
@@ -235,7 +255,8 @@ def grounded_body(
     the judge gets them, `notes` the reasoning pass's text, which orders the candidates."""
     finder = record_source(text, reference, anchor).values
     root = checked if checked is not None else body
-    words = _value_words(finder, _kinds_of(_Same(root)))
+    same = _Same(root)
+    words = _value_words(finder, _kinds_of(same), _label_spans(same, text))
     chosen: list[tuple[dict[str, Any], list[Any], bool]] = []  # (enum node, candidates, nullable)
 
     def visit(node: Any, check: Any, inherited: Rule | None) -> Any:

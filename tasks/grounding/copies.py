@@ -4,8 +4,10 @@ A small model fills free strings with whatever the text offers: `who: "12"` for 
 `project: "2024-11-02"` for a note whose only date it is. Both are spans of the text, so grounding
 alone passes them, but those words already back the amount and the date. So:
 - a quoted value (rule `quote`) whose every occurrence lies inside the words that back another
-  field's `value` (a number or a date) is not evidence for it; a longer phrase that merely contains
-  a number ("2 Coffee" beside a quantity of 2) is not inside it;
+  field's `value` (a number or a date) is not evidence for it; nor is one made only of such words
+  and the enum labels the text writes (`who: "12 CAD"` beside an amount of 12 and a currency read
+  from "CAD"; the grammar offered that span, and the bundled model took it for the person); a
+  longer phrase that merely contains a number ("2 Coffee" beside a quantity of 2) is not inside it;
 - of two sibling quoted fields with the same value (`organization` repeating `name`), the later one
   in the schema's order is the copy (enum-first schemas put what a later field depends on first).
   Siblings only: two line items may well name the same product;
@@ -25,7 +27,7 @@ from collections import defaultdict
 from datetime import date
 
 from formwork.tasks.grounding.evidence import Evidence
-from formwork.tasks.grounding.reading import inside, within
+from formwork.tasks.grounding.reading import inside, made_of, within, word_mask
 
 INDEX = re.compile(r"\[\d+\]")
 
@@ -52,13 +54,18 @@ def _repeated_elements(quotes: list[Evidence]) -> list[tuple[Evidence, Evidence]
     return found
 
 
-def copies(evidence: list[Evidence]) -> list[tuple[Evidence, Evidence]]:
-    """(copy, original) pairs among the grounded values, by the rules above."""
+def copies(evidence: list[Evidence], text: str) -> list[tuple[Evidence, Evidence]]:
+    """(copy, original) pairs among the grounded values of `text`, by the rules above."""
     values = [e for e in evidence if e.grounded and e.rule == "value" and e.spans]
     quotes = [e for e in evidence if e.grounded and e.rule == "quote" and e.spans]
+    labels = [e for e in evidence if e.grounded and e.rule == "none" and e.spans]  # aliased enums
+    others = [*values, *labels]
+    mask = word_mask(text, (span for e in others for span in e.spans)) if quotes and others else ""
     found = []
     for index, quote in enumerate(quotes):
         holders = [v for v in values if v.path != quote.path and all(inside(s, v.spans) for s in quote.spans)]
+        if not holders and mask and all(made_of(mask, s) for s in quote.spans):
+            holders = [e for e in others if any(_overlap(s, e.spans) for s in quote.spans)][:1]
         repeated = [
             q for q in quotes[:index] if _parent(q.path) == _parent(quote.path) and _same_words(q, quote)
         ]
@@ -71,6 +78,10 @@ def copies(evidence: list[Evidence]) -> list[tuple[Evidence, Evidence]]:
             found.append((number, parts[0]))
     already = {copy.path for copy, _ in found}
     return found + [pair for pair in _repeated_elements(quotes) if pair[0].path not in already]
+
+
+def _overlap(span: tuple[int, int], spans: tuple[tuple[int, int], ...]) -> bool:
+    return any(start < span[1] and span[0] < end for start, end in spans)
 
 
 def _is_number(value: object) -> bool:

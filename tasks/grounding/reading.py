@@ -6,6 +6,7 @@ so that what the checker accepts and what the enumeration lists are the same obj
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date
@@ -41,3 +42,23 @@ def inside(span: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
 def within(span: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
     """True when `span` lies inside one of `spans` and is not all of it: a part of those words."""
     return any(start <= span[0] and span[1] <= end and span != (start, end) for start, end in spans)
+
+
+WORDS = re.compile(r"[^\W_]")  # a letter or digit of any script
+OTHERS = re.compile(r"[^0]")
+
+
+def word_mask(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """`text` as a mask: "1" inside `spans`, "0" at every other letter or digit, " " elsewhere, so that
+    whether a span of the text is made of those words (and what separates them) is one slice."""
+    mask = list(OTHERS.sub(" ", WORDS.sub("0", text)))  # a "0" of the text is a digit: "0" either way
+    for start, end in spans:
+        mask[start:end] = "1" * (end - start)
+    return "".join(mask)
+
+
+def made_of(mask: str, span: tuple[int, int]) -> bool:
+    """True when every letter and digit of `span` lies inside the spans `mask` was made from, and at
+    least one does: "12 CAD" is made of an amount's "12" and a currency's "CAD"; "2 Coffee" is not."""
+    piece = mask[span[0] : span[1]]
+    return "1" in piece and "0" not in piece
