@@ -180,6 +180,21 @@ def test_summary_counts_accuracy_confusion_share_and_precision_of_ok(expense) ->
     assert json.loads(json.dumps(report.as_dict()))["precision_ok"] == pytest.approx(2 / 3)
 
 
+def test_stated_accuracy_leaves_out_the_fields_whose_gold_is_null(expense) -> None:
+    """A field right only because its gold is null and the row left it null (a refused invention, say)
+    is counted in field_accuracy, never in stated_accuracy."""
+    golds = [{**GOLD_ROW, "who": None}, GOLD_ROW, GOLD_ROW]
+    verdicts = [
+        Verdict("ok", {**RIGHT, "who": None}),
+        Verdict("ok", {**RIGHT, "who": None}),
+        Verdict("ok", RIGHT),
+    ]
+    scores = [_score(expense, str(i), g, v) for i, (g, v) in enumerate(zip(golds, verdicts, strict=True))]
+    report = summarise(expense, scores, golds)
+    assert report.field_accuracy["who"] == 2 / 3 and report.stated_accuracy["who"] == 1 / 2
+    assert report.stated_accuracy["amount"] == report.field_accuracy["amount"] == 1.0
+
+
 def test_gold_naming_an_unknown_field_is_refused(expense) -> None:
     with pytest.raises(ValueError, match="colour"):
         _score(expense, "r1", {"colour": "red"}, Verdict("ok", RIGHT))

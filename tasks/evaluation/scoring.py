@@ -182,13 +182,16 @@ class Report:
     share_ok: float
     precision_ok: float | None  # None when no record was ok
     ok: int = 0
+    # the same, over the records whose gold has a value: a field right only because an invented value
+    # was refused and so left null, where the gold is null too, is not counted here
+    stated_accuracy: dict[str, float] = field(default_factory=dict)
     extra: dict[str, float] = field(default_factory=dict)  # costs and counts added by the caller
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "records": self.records, "outcomes": self.outcomes, "field_accuracy": self.field_accuracy,
             "confusion": self.confusion, "share_ok": self.share_ok, "precision_ok": self.precision_ok,
-            "ok": self.ok, **self.extra,
+            "ok": self.ok, "stated_accuracy": self.stated_accuracy, **self.extra,
         }  # fmt: skip
 
 
@@ -197,9 +200,13 @@ def summarise(schema: Schema, scores: list[RecordScore], golds: list[dict[str, A
     outcomes = Counter(s.outcome for s in scores)
     seen: Counter[str] = Counter()
     right: Counter[str] = Counter()
-    for score in scores:
+    stated: Counter[str] = Counter()
+    stated_right: Counter[str] = Counter()
+    for score, gold in zip(scores, golds, strict=True):
         seen.update(score.fields.keys())
         right.update(key for key, good in score.fields.items() if good)
+        stated.update(key for key in score.fields if gold.get(key) is not None)
+        stated_right.update(key for key, good in score.fields.items() if good and gold.get(key) is not None)
     confusion: dict[str, dict[str, dict[str, int]]] = {}
     for key, node in schema.properties.items():
         if rule_for(node) != "enum":
@@ -220,4 +227,5 @@ def summarise(schema: Schema, scores: list[RecordScore], golds: list[dict[str, A
         share_ok=len(ok) / len(scores) if scores else 0.0,
         precision_ok=sum(all(s.fields.values()) for s in ok) / len(ok) if ok else None,
         ok=len(ok),
+        stated_accuracy={key: stated_right[key] / stated[key] for key in schema.properties if stated[key]},
     )
