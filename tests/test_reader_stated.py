@@ -76,6 +76,20 @@ CASES = [
     ("ホテル代２万４８００円", "amount", None, [24800], [20000, 4800]),
     ("10/6 タクシー 1500円", "date", sent("2024-10-08"), ["2024-10-06"], ["2024-06-10"]),
     ("10/6 タクシー 1500円", "amount", sent("2024-10-08"), [1500], [10, 6]),
+    # a weekday's abbreviation alone is a word of its language, unless the text marks it as one
+    ("Kaffee mit Anna, 12 EUR", "date", sent("2025-11-20"), [], ["2025-11-19"]),  # German "with"
+    ("Mon ami a payé le taxi, 12 EUR", "date", sent("2025-11-20"), [], ["2025-11-17"]),  # French "my"
+    ("Die Rechnung für das Taxi, 12 EUR", "date", sent("2025-11-20"), [], ["2025-11-18"]),
+    ("My son paid the taxi, 12 EUR", "date", sent("2025-11-20"), [], ["2025-11-16"]),
+    ("Mar 12 EUR for the taxi", "date", sent("2025-11-20"), [], ["2025-03-20", "2025-11-18"]),
+    ("Lyft from SFO $48.12 (Tue), for the kickoff", "date", sent("2025-03-12"), ["2025-03-11"], []),
+    ("Taxi Fri. 23 EUR", "date", sent("2025-11-20"), ["2025-11-14"], []),
+    ("Taxi Fri 3 May 2025, 23 EUR", "date", sent("2025-11-20"), ["2025-05-03"], ["2025-11-14"]),
+    # two days off, and Polish (issue 27's relative dates)
+    ("Vorgestern Taxi zum Messegelände, 23,60 €", "date", sent("2025-05-14"), ["2025-05-12"], []),
+    ("Almoço no Porto, 86,40 €, anteontem", "date", sent("2025-09-17"), ["2025-09-15"], []),
+    ("Kawa w kawiarni, 32,50 zł, wczoraj", "date", sent("2025-11-20"), ["2025-11-19"], []),
+    ("Bilet PKP 169 zł, 7 marca 2025", "date", None, ["2025-03-07"], []),
 ]
 
 

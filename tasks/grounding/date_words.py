@@ -13,27 +13,36 @@ from functools import cache
 
 # dateparser is asked only about stretches that hold a word it could read as a date: a month, a weekday
 # or a relative day in one of these languages; dateparser reads the few words around it.
-LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl")  # numeric and CJK forms need no language
+LANGUAGES = ("en", "de", "fr", "es", "it", "pt", "nl", "pl")  # numeric and CJK forms need no language
 ENGLISH_RELATIVE = ("ago", "last", "next")  # "3 days ago", "last Friday"
-RELATIVE_DAYS = ("1 day ago", "0 day ago", "in 1 day")
+RELATIVE_DAYS = ("1 day ago", "0 day ago", "in 1 day", "2 day ago", "in 2 day")  # "vorgestern", "anteontem"
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
           "october", "november", "december")  # fmt: skip
 
 
-def _names_in_locales(keys: tuple[str, ...]) -> frozenset[str]:
+def _names_in_locales(keys: tuple[str, ...], abbreviations: bool = True) -> frozenset[str]:
     """The names under `keys` and the words for yesterday, today and tomorrow, in every language of
     LANGUAGES, from dateparser's own locale data (lower case; words under three letters, such as "mo"
-    or "sa", are left out: too common to be worth a parse)."""
+    or "sa", are left out: too common to be worth a parse). Without `abbreviations`, a name of four
+    letters or fewer that begins a longer name of the same key ("mon" of "monday", "mit" of
+    "mittwoch") is left out too."""
     from dateparser.languages.loader import default_loader
 
     words: set[str] = set()
     for code in LANGUAGES:
         info = default_loader.get_locale(code).info
         days = info.get("relative-type", {})
-        for names in [*(info.get(key, []) for key in keys), *(days.get(k, []) for k in RELATIVE_DAYS)]:
-            words.update(name.lower().rstrip(".") for name in names if " " not in name)
+        for key in keys:
+            names = [name.lower().rstrip(".") for name in info.get(key, []) if " " not in name]
+            words.update(n for n in names if abbreviations or not _abbreviated(n, names))
+        for names in (days.get(k, []) for k in RELATIVE_DAYS):
+            words.update(name.lower() for name in names if " " not in name)
     return frozenset(word for word in words if len(word) >= 3)
+
+
+def _abbreviated(name: str, names: list[str]) -> bool:
+    return len(name) <= 4 and any(len(other) > len(name) and other.startswith(name) for other in names)
 
 
 @cache
@@ -45,9 +54,18 @@ def date_words() -> frozenset[str]:
 
 @cache
 def day_words() -> frozenset[str]:
-    """The date words that name a day by themselves: weekdays and the words for yesterday, today and
-    tomorrow (not months: "June" is no day), in every language of LANGUAGES."""
-    return _names_in_locales(WEEKDAYS)
+    """The date words that name a day by themselves: weekdays written out and the words for
+    yesterday, today and tomorrow (not months: "June" is no day), in every language of LANGUAGES.
+    An abbreviation names a day only beside a day number ("Mon 3 June"): alone, "mit" is German's
+    "with", "mon" French's "my", "son", "die", "sun" and "nie" are words, and each was read as a
+    weekday ("Kaffee mit Anna" as last Wednesday), unless the text sets it apart (`set_apart`)."""
+    return _names_in_locales(WEEKDAYS, abbreviations=False)
+
+
+@cache
+def weekday_abbreviations() -> frozenset[str]:
+    """The weekday names `day_words` leaves out: "mon", "tue", "mit", "sáb"."""
+    return _names_in_locales(WEEKDAYS) - day_words()
 
 
 @cache

@@ -9,7 +9,9 @@ was written ("yesterday", "last Friday", "March 3") is read only against a refer
 
 Only what the text states is a day (`WrittenDates._states_day`, `_longest`):
 - a run must name a day: a day number, a weekday or a relative day ("June", "June 2024", "ago" or
-  "next" alone name none);
+  "next" alone name none); a weekday's abbreviation alone only where the text marks it as one,
+  "(Tue)" or "Fri." (unmarked, "mit", "mon" and "Die" are German's "with", French's "my" and an
+  article);
 - digits before a currency or an amount word ("12 March, 95 EUR") or two digits after a comma are
   an amount, never a year; digits after "#" number an item ("set #51 | 2" is no 2 September 2051:
   "set" is Italian for September), and a table's cells are read apart;
@@ -35,7 +37,14 @@ import re
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
-from formwork.tasks.grounding.date_words import LANGUAGES, date_words, day_words, known, weekday_numbers
+from formwork.tasks.grounding.date_words import (
+    LANGUAGES,
+    date_words,
+    day_words,
+    known,
+    weekday_abbreviations,
+    weekday_numbers,
+)
 from formwork.tasks.grounding.reading import RECORDS_KEPT, Reading
 
 YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年년]\s*(\d{1,2})\s*[-/.月월]\s*(\d{1,2})(?:\s*[日일])?(?!\d)")
@@ -119,7 +128,7 @@ class WrittenDates:
         after a comma; no currency sign inside."""
         words = [self.text[s:e] for s, e in self.words[first : last + 1]]
         if not any(DAY_NUMBER.fullmatch(w) or w.lower().rstrip(".") in day_words() for w in words):
-            return False
+            return first == last and self._set_apart(first)
         start, end = self.words[first][0], self.words[last][1]
         if CURRENCY_SIGN.search(self.text, start, end) or any(self._ends(k) for k in range(first, last)):
             return False
@@ -130,6 +139,16 @@ class WrittenDates:
             if AMOUNT_AFTER.match(self.text, end) or ("," in between and len(words[-1]) <= 2):
                 return False
         return True
+
+    def _set_apart(self, k: int) -> bool:
+        """Whether word `k` is a weekday's abbreviation that the text marks as one: bracketed
+        ("Lyft $48.12 (Tue)") or closed by a dot ("Fri."); alone and unmarked, "mit", "mon", "son"
+        and "Die" are words of their languages."""
+        start, end = self.words[k]
+        if self.text[start:end].lower().rstrip(".") not in weekday_abbreviations():
+            return False
+        dotted = self.text[start:end].endswith(".") or self.text[end : end + 1] == "."
+        return dotted or (self.text[start - 1 : start] == "(" and self.text[end : end + 1] == ")")
 
     def _parse(self, phrase: str, base: datetime, past: bool = False) -> date | None:
         key = (phrase, base, past)
