@@ -84,7 +84,9 @@ CASES = [
     ("Mar 12 EUR for the taxi", "date", sent("2025-11-20"), [], ["2025-03-20", "2025-11-18"]),
     ("Lyft from SFO $48.12 (Tue), for the kickoff", "date", sent("2025-03-12"), ["2025-03-11"], []),
     ("Taxi Fri. 23 EUR", "date", sent("2025-11-20"), ["2025-11-14"], []),
-    ("Taxi Fri 3 May 2025, 23 EUR", "date", sent("2025-11-20"), ["2025-05-03"], ["2025-11-14"]),
+    ("Taxi Fri 2 May 2025, 23 EUR", "date", sent("2025-11-20"), ["2025-05-02"], ["2025-11-14"]),
+    ("Sat 3 hours in the lounge, coffee 4 EUR", "date", sent("2025-11-20"), [], ["2025-03-20"]),  # a Thursday
+    ("Room 12, June rate 95 EUR", "date", sent("2025-11-20"), [], ["2025-06-12"]),
     # two days off, and Polish (issue 27's relative dates)
     ("Vorgestern Taxi zum Messegelände, 23,60 €", "date", sent("2025-05-14"), ["2025-05-12"], []),
     ("Almoço no Porto, 86,40 €, anteontem", "date", sent("2025-09-17"), ["2025-09-15"], []),

@@ -69,6 +69,29 @@ def weekday_abbreviations() -> frozenset[str]:
 
 
 @cache
+def month_words() -> frozenset[str]:
+    """Month names and their abbreviations in every language of LANGUAGES (and the relative days)."""
+    return _names_in_locales(MONTHS)
+
+
+@cache
+def weekdays_named() -> dict[str, frozenset[int]]:
+    """Every weekday name and abbreviation in LANGUAGES, lower case, to the weekdays it names (Monday
+    0): a day read from a run that names a weekday must fall on it ("Sat 3 hours" is no 20 March, a
+    Thursday). A word that is also a month's name ("mar") names no weekday for certain."""
+    from dateparser.languages.loader import default_loader
+
+    named: dict[str, set[int]] = {}
+    for code in LANGUAGES:
+        info = default_loader.get_locale(code).info
+        for n, key in enumerate(WEEKDAYS):
+            for name in info.get(key, []):
+                named.setdefault(name.lower().rstrip("."), set()).add(n)
+    months = month_words()
+    return {word: frozenset(days) for word, days in named.items() if word not in months}
+
+
+@cache
 def weekday_numbers() -> dict[str, int]:
     """English weekday names and abbreviations, lower case, to their number (Monday 0)."""
     from dateparser.languages.loader import default_loader

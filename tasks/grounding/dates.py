@@ -42,8 +42,10 @@ from formwork.tasks.grounding.date_words import (
     date_words,
     day_words,
     known,
+    month_words,
     weekday_abbreviations,
     weekday_numbers,
+    weekdays_named,
 )
 from formwork.tasks.grounding.reading import RECORDS_KEPT, Reading
 
@@ -134,11 +136,26 @@ class WrittenDates:
             return False
         if any(self.text[s - 1 : s] == "#" for s, _ in self.words[first : last + 1]):
             return False  # "#51" numbers a line or an item ("Drill bit set #51": no 2051 in Italian)
+        if any(self._comma_before_month(k) for k in range(first, last)):
+            return False  # "Room 12, June rate": a number, then the month of another phrase
         if words[-1].isdigit() and last > first:
             between = self.text[self.words[last - 1][1] : self.words[last][0]]
             if AMOUNT_AFTER.match(self.text, end) or ("," in between and len(words[-1]) <= 2):
                 return False
         return True
+
+    def _comma_before_month(self, k: int) -> bool:
+        """Whether word `k` is a day number that a comma parts from the month after it: a day is
+        written "12 June" or "June 12, 2024", never "12, June"."""
+        (start, end), (after, after_end) = self.words[k], self.words[k + 1]
+        day, month = self.text[start:end], self.text[after:after_end].lower().rstrip(".")
+        return day.isdigit() and len(day) <= 2 and "," in self.text[end:after] and month in month_words()
+
+    def _agrees(self, run: tuple[int, int], day: date) -> bool:
+        """Whether `day` falls on every weekday the run names: dateparser reads "Sat 3" as the 3rd
+        month and the reference's day, whatever weekday that is."""
+        words = (m.group().lower().rstrip(".") for m in WORD.finditer(self.text, run[0], run[1]))
+        return all(day.weekday() in weekdays_named().get(word, range(7)) for word in words)
 
     def _set_apart(self, k: int) -> bool:
         """Whether word `k` is a weekday's abbreviation that the text marks as one: bracketed
@@ -183,7 +200,11 @@ class WrittenDates:
         for hit, (start, end) in enumerate(self.words):
             if self.text[start:end].lower().rstrip(".") not in date_words():
                 continue
-            meant = [(run, m) for run in self._runs(hit) if (m := self._meaning(self.text[run[0] : run[1]]))]
+            meant = [
+                (run, m)
+                for run in self._runs(hit)
+                if (m := self._meaning(self.text[run[0] : run[1]])) and self._agrees(run, m[0])
+            ]
             stepped = self._stepped(hit)
             meant = _longest([(run, m) for run, m in meant if run not in dict(stepped)] + stepped)
             absolute = [(run, day) for run, (day, fixed) in meant if fixed]
