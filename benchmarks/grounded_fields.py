@@ -6,10 +6,13 @@ Issue 27 asks that choosing a value from the text never costs accuracy on the fr
 (`who`, `project` of the expense gold; `name`, `organization` of the contact gold). Each cell runs
 `benchmarks/eval_modes.py` (the real `evaluate` flow: stored rows, statuses as production) in its own
 process, because the engine and the settings are read once per process; only FORMWORK_GROUNDED_DECODING
-and the model differ between cells. Reasoning is greedy, so in two-pass both cells of a pair see the
-same reasoning and differ only in the formatting grammar. `--attempts 1` (the default here) scores
+and the model differ between cells. Reasoning is greedy and each record is decoded alone (one slot:
+with four, the batch a record shares changes the numerics, and the 1.5B's notes for the same record
+differed between cells), so in two-pass both cells of a pair see the same reasoning and differ only
+in the formatting grammar. `--attempts 1` (the default here) scores
 the first answer, and FORMWORK_CALIBRATION=false keeps every value the judge grounds (no bound):
-whether a bound keeps a value is a separate question from whether the model chose it right.
+whether a bound keeps a value is a separate question from whether the model chose it right
+(`--bounds`: score what production stores, the calibration or its conservative default in force).
 Each field is scored twice: over every record, and over the records whose gold has a value (an
 invented value the judge refuses is left null, which is right wherever the gold is null too).
 """
@@ -31,7 +34,9 @@ def _cell(model: str, grounded: bool, schema: str, args: argparse.Namespace, fol
     """One eval_modes run: every mode on the first --records records of one gold set."""
     env = dict(os.environ, FORMWORK_GROUNDED_DECODING=str(grounded).lower())
     env["FORMWORK_MAX_ATTEMPTS"] = str(args.attempts)
-    env["FORMWORK_CALIBRATION"] = "false"  # score the value written, not whether a bound keeps it
+    env["FORMWORK_LOCAL_SLOTS"] = "1"  # batched slots change the numerics, so the reasoning with them
+    if not args.bounds:
+        env["FORMWORK_CALIBRATION"] = "false"  # score the value written, not whether a bound keeps it
     env.pop("FORMWORK_LOCAL_MODEL", None)
     if model != "bundled":
         env["FORMWORK_LOCAL_MODEL"] = model
@@ -58,6 +63,7 @@ def main() -> None:
     parser.add_argument("--modes", default="two-pass,one-pass")
     parser.add_argument("--attempts", type=int, default=1)
     parser.add_argument("--out", default="grounded_fields.json")
+    parser.add_argument("--bounds", action="store_true", help="score what production stores: bounds in force")
     args = parser.parse_args()
     results: dict[str, dict] = {}
     print("| model | mode | field | grounded off | grounded on | off, gold stated | on, gold stated |")
