@@ -375,3 +375,22 @@ def test_a_span_is_made_of_held_words_exactly_when_every_letter_and_digit_is_ins
     words = [i for i, c in enumerate(text) if c.isalnum()]
     expected = bool(covered) and all(i in covered for i in words)
     assert made_of(mask, (0, len(text))) is expected, (text, mask)
+
+
+def test_a_phone_is_offered_whole_and_never_as_a_piece_of_a_longer_token() -> None:
+    """An IBAN's "DE89 3704 ..." and a tracking number's "AA1 0123 4567 84" gave the phone field a
+    piece starting inside a token ("89 3704 ...", "1 0123 4567 84"); CJK text writes a phone straight
+    after a word, and that phone must stay whole."""
+    contact = load_schema("contact")
+    for text, whole, pieces in (
+        ("IBAN DE89 3704 0044 0532 0130 00, Jo Smith", None, ["89 3704 0044 0532 0130 00"]),
+        ("Order shipped, tracking 1Z 999 AA1 0123 4567 84.", None, ["1 0123 4567 84"]),
+        ("谢谢！赵磊，深圳云帆网络，电话0755-8666-1234", "0755-8666-1234", ["8666-1234"]),
+        ("한빛물산 정수민입니다. 연락처는 02-555-1234입니다.", "02-555-1234", []),
+        ("Tel:+44 20 7946 0958", "+44 20 7946 0958", []),
+    ):
+        phones = GROUNDED.formatting_grammar(contact, text, None)["properties"]["phone"].get("enum", [])
+        assert whole is None or whole in phones, (text, phones)
+        assert not set(pieces) & set(phones), (text, phones)
+    names = GROUNDED.formatting_grammar(contact, "Invoice 2024-03-14, Jo Smith", None)["properties"]["name"]
+    assert names["enum"][0] != "2024-03-14"  # a date is not a phone, so it does not lead every field

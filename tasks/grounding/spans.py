@@ -27,7 +27,13 @@ from formwork.tasks.grounding.reading import RECORDS_KEPT
 MAX_WORDS = 8
 WORD = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}]|[\p{L}\p{N}](?:[\p{L}\p{N}'’.&+\-/]*[\p{L}\p{N}])?")
 EMAIL = regex.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
-PHONE = regex.compile(r"\+?\(?\d[\d \t\u00a0().\-/]{5,}\d")  # within a line; "(415) 555-0132" whole
+# A phone within a line ("(415) 555-0132" whole), never a piece of a longer token: not after a digit
+# or a letter of a spaced script ("89 3704 0044" of an IBAN's "DE89 3704 0044"; CJK text writes
+# "电话0755-8666-1234" and "02-555-1234입니다"), nor inside a time ("30-11" of "10:30-11:45").
+SPACED = r"\p{N}\p{Latin}\p{Cyrillic}\p{Greek}"
+PHONE = regex.compile(rf"(?<![{SPACED}]|\d:)\+?\(?\d[\d \t\u00a0().\-/]{{5,}}\d(?![{SPACED}]|:\d)")
+# "2024-03-14" and "14.03.2024" match PHONE's shape, but are dates
+DATE_SHAPED = regex.compile(r"\d{4}([-/.])\d{1,2}\1\d{1,2}|\d{1,2}([-/.])\d{1,2}\2(?:\d{4}|\d{2})")
 
 
 class Mentions:
@@ -162,7 +168,8 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
     text joins them, and last word n-grams within a line, short and early first (kept for the last
     RECORDS_KEPT calls: fields of one record differ only in `max_length` and cues)."""
     found: dict[str, None] = {}
-    for token in (*EMAIL.finditer(text, concurrent=False), *PHONE.finditer(text, concurrent=False)):
+    phones = (m for m in PHONE.finditer(text, concurrent=False) if not DATE_SHAPED.fullmatch(m.group()))
+    for token in (*EMAIL.finditer(text, concurrent=False), *phones):
         found[token.group()] = None
     mentioned = Mentions(notes)
     text_words = _text_words(text) if mentioned else None  # only what the notes mention needs words
