@@ -178,8 +178,9 @@ def _aliased_of(root: _Same) -> tuple[dict[str, Any], ...]:
     return tuple(visit(root.node))
 
 
+@lru_cache(maxsize=RECORDS_KEPT)
 def _label_spans(root: _Same, text: str) -> Spans:
-    """Where the text writes a label of one of the schema's aliased enums."""
+    """Where the text writes a label of one of the schema's aliased enums (once per record)."""
     written = (written_labels(node, text) for node in _aliased_of(root))
     return tuple(sorted({span for labels in written for spans in labels.values() for span in spans}))
 
