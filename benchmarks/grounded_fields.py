@@ -27,6 +27,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from eval_modes import _pct
+
 FIELDS = {"expense": ("who", "project"), "contact": ("name", "organization")}
 
 
@@ -49,10 +51,6 @@ def _cell(model: str, grounded: bool, schema: str, args: argparse.Namespace, fol
 
 
 _SCORES = ("field_accuracy", "stated_accuracy")  # every record; the records whose gold has a value
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.0f}%"
 
 
 def main() -> None:

@@ -91,14 +91,14 @@ def missing_keys(body: dict[str, Any], roles: Roles, source: str, data: dict[str
     """The reason, if an items field identified by an e-mail (`x-key` naming a field of format email)
     has fewer items than the text has addresses, beyond those its items hold: a 1.5B model's `ok` row
     of a five-mail thread held one of its five people. Checked for a text read whole too."""
-    problems = []
+    problems, written = [], set[str]()
     for name in roles.items:
         fields = item_node(body, name).get("properties") or {}
         for key in roles.keys.get(name, ()):
             node = fields.get(key) or {}
             if "email" not in (node.get("format"), node.get("x-format")):
                 continue
-            written = {m.group().casefold() for m in EMAIL.finditer(source)}
+            written = written or {m.group().casefold() for m in EMAIL.finditer(source)}
             listed = [item for item in data.get(name) or [] if isinstance(item, dict)]
             held = {str(item[key]).casefold() for item in listed if item.get(key)}
             # an item whose address was dropped (below its bound) may stand for one the text writes

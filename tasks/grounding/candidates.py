@@ -46,6 +46,7 @@ from formwork.schemas.annotations import Rule, rule_for, value_types
 from formwork.schemas.paths import EMAIL as EMAIL_SHAPE
 from formwork.schemas.paths import semantic_errors
 from formwork.schemas.validator import validator_class
+from formwork.schemas.walk import walk
 from formwork.tasks.grounding.aliases import Spans, written_labels
 from formwork.tasks.grounding.evidence import record_source
 from formwork.tasks.grounding.reading import RECORDS_KEPT, made_of, within, word_mask
@@ -166,16 +167,7 @@ def _kinds_of(root: _Same) -> frozenset[str]:
 @lru_cache(maxsize=64)
 def _aliased_of(root: _Same) -> tuple[dict[str, Any], ...]:
     """Every enum node of the schema that declares `x-aliases` (a currency): its labels are read."""
-
-    def visit(node: Any) -> Iterable[dict[str, Any]]:
-        if isinstance(node, list):
-            yield from (found for n in node for found in visit(n))
-        elif isinstance(node, dict):
-            if isinstance(node.get("x-aliases"), dict) and "enum" in node:
-                yield node
-            yield from (found for v in node.values() if isinstance(v, dict | list) for found in visit(v))
-
-    return tuple(visit(root.node))
+    return tuple(n for _, n in walk(root.node) if isinstance(n.get("x-aliases"), dict) and "enum" in n)
 
 
 @lru_cache(maxsize=RECORDS_KEPT)

@@ -27,7 +27,7 @@ from collections import defaultdict
 from datetime import date
 
 from formwork.tasks.grounding.evidence import Evidence
-from formwork.tasks.grounding.reading import inside, made_of, within, word_mask
+from formwork.tasks.grounding.reading import inside, made_of, overlaps, within, word_mask
 
 INDEX = re.compile(r"\[\d+\]")
 
@@ -65,7 +65,7 @@ def copies(evidence: list[Evidence], text: str) -> list[tuple[Evidence, Evidence
     for index, quote in enumerate(quotes):
         holders = [v for v in values if v.path != quote.path and all(inside(s, v.spans) for s in quote.spans)]
         if not holders and mask and all(made_of(mask, s) for s in quote.spans):
-            holders = [e for e in others if any(_overlap(s, e.spans) for s in quote.spans)][:1]
+            holders = [e for e in others if any(overlaps(s, e.spans) for s in quote.spans)][:1]
         repeated = [
             q for q in quotes[:index] if _parent(q.path) == _parent(quote.path) and _same_words(q, quote)
         ]
@@ -78,10 +78,6 @@ def copies(evidence: list[Evidence], text: str) -> list[tuple[Evidence, Evidence
             found.append((number, parts[0]))
     already = {copy.path for copy, _ in found}
     return found + [pair for pair in _repeated_elements(quotes) if pair[0].path not in already]
-
-
-def _overlap(span: tuple[int, int], spans: tuple[tuple[int, int], ...]) -> bool:
-    return any(start < span[1] and span[0] < end for start, end in spans)
 
 
 def _is_number(value: object) -> bool:

@@ -164,8 +164,8 @@ class WrittenDates:
         start, end = self.words[k]
         if self.text[start:end].lower().rstrip(".") not in weekday_abbreviations():
             return False
-        dotted = self.text[start:end].endswith(".") or self.text[end : end + 1] == "."
-        return dotted or (self.text[start - 1 : start] == "(" and self.text[end : end + 1] == ")")
+        after = self.text[end : end + 1]  # a word never ends in its dot: WORD stops before it
+        return after == "." or (self.text[start - 1 : start] == "(" and after == ")")
 
     def _parse(self, phrase: str, base: datetime, past: bool = False) -> date | None:
         key = (phrase, base, past)

@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from decimal import Decimal
 
-from formwork.tasks.grounding.reading import Reading, inside
+from formwork.tasks.grounding.reading import Reading, inside, overlaps
 
 # A digit run with optional grouping/decimal separators: 1,234.50 | 1.234,50 | 1'234 | 1234,5 | 1 234;
 # a plain or thin space joins only a group of exactly three digits ("2 nuits", "2024 30" stay apart).
@@ -103,7 +103,7 @@ def digit_readings(text: str, taken: list[tuple[int, int]]) -> list[Reading]:
     found = []
     for m in NUMBER.finditer(text):
         pieces = _pieces(m) if LOOSE.search(m.group()) else []
-        if not inside(m.span(), taken) and not any(_overlaps(piece, taken) for piece in pieces):
+        if not inside(m.span(), taken) and not any(overlaps(piece, taken) for piece in pieces):
             kind = "exact" if PLAIN.fullmatch(m.group()) else "normalised"
             found += [Reading(value, m.span(), kind) for value in sorted(token_values(m.group()))]
         for start, end in pieces if len(pieces) > 1 else []:
@@ -112,7 +112,3 @@ def digit_readings(text: str, taken: list[tuple[int, int]]) -> list[Reading]:
                 kind = "exact" if PLAIN.fullmatch(written) else "normalised"
                 found += [Reading(value, (start, end), kind) for value in sorted(token_values(written))]
     return found
-
-
-def _overlaps(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
-    return any(start < span[1] and span[0] < end for start, end in spans)

@@ -44,6 +44,11 @@ def within(span: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
     return any(start <= span[0] and span[1] <= end and span != (start, end) for start, end in spans)
 
 
+def overlaps(span: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
+    """True when `span` shares at least one character with one of `spans`."""
+    return any(start < span[1] and span[0] < end for start, end in spans)
+
+
 WORDS = re.compile(r"[^\W_]")  # a letter or digit of any script
 OTHERS = re.compile(r"[^0]")
 

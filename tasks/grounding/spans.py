@@ -21,6 +21,7 @@ from functools import lru_cache
 
 import regex
 
+from formwork.tasks.grounding.dates import AB_Y, YMD
 from formwork.tasks.grounding.evidence import LEMMA_LANGUAGES
 from formwork.tasks.grounding.reading import RECORDS_KEPT
 
@@ -32,8 +33,6 @@ EMAIL = regex.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
 # "电话0755-8666-1234" and "02-555-1234입니다"), nor inside a time ("30-11" of "10:30-11:45").
 SPACED = r"\p{N}\p{Latin}\p{Cyrillic}\p{Greek}"
 PHONE = regex.compile(rf"(?<![{SPACED}]|\d:)\+?\(?\d[\d \t\u00a0().\-/]{{5,}}\d(?![{SPACED}]|:\d)")
-# "2024-03-14" and "14.03.2024" match PHONE's shape, but are dates
-DATE_SHAPED = regex.compile(r"\d{4}([-/.])\d{1,2}\1\d{1,2}|\d{1,2}([-/.])\d{1,2}\2(?:\d{4}|\d{2})")
 
 
 class Mentions:
@@ -168,7 +167,8 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
     text joins them, and last word n-grams within a line, short and early first (kept for the last
     RECORDS_KEPT calls: fields of one record differ only in `max_length` and cues)."""
     found: dict[str, None] = {}
-    phones = (m for m in PHONE.finditer(text, concurrent=False) if not DATE_SHAPED.fullmatch(m.group()))
+    # "2024-03-14" and "14.03.2024" have a phone's shape, but the date reader's numeric forms
+    phones = (m for m in PHONE.finditer(text, concurrent=False) if not _numeric_date(m.group()))
     for token in (*EMAIL.finditer(text, concurrent=False), *phones):
         found[token.group()] = None
     mentioned = Mentions(notes)
@@ -210,6 +210,10 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
                 break
     found.update(dict.fromkeys(span for *_, span in sorted(ranked)))
     return tuple(found)
+
+
+def _numeric_date(token: str) -> bool:
+    return bool(YMD.fullmatch(token) or AB_Y.fullmatch(token))
 
 
 def base_forms(span: str) -> list[str]:
