@@ -26,6 +26,7 @@ from formwork.schemas.conform import conform
 from formwork.schemas.paths import Path, null_target, path_text, semantic_errors, set_null
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines.base import Completion
+from formwork.tasks.grounding.absent import read_absent
 from formwork.tasks.grounding.anchors import anchored_reference
 from formwork.tasks.grounding.bounds import HELD, Bounds, Held, held_again, held_nulls, held_values
 from formwork.tasks.grounding.confidence import field_confidences, value_paths
@@ -230,6 +231,7 @@ def judge(
     except json.JSONDecodeError as exc:
         reason = f"no JSON came back ({exc.msg} at character {exc.pos}; finish={formatting.finish_reason})"
         return Verdict("failed", None, [reason])
+    data = read_absent(schema.checked_body, data)  # a quoted "null" says "none", as null does
     refusals = field_errors(schema, data, source)
     evidence: list[Evidence] = []
     held: list[Held] = []

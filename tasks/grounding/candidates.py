@@ -17,7 +17,9 @@ judge accepts. Per field rule (schemas.annotations):
   word n-grams inside one line (CJK characters count as words);
 - `x-base-form` quote strings: each span also in its base form (the text's "eggs" offers "egg");
 - an enum with `x-aliases`: the labels the text writes, when it writes any (tasks.grounding.aliases);
-- null, where the schema allows it; other `none` fields (enums, booleans, derived values) keep their node.
+- null, where the schema allows it, and for a nullable free string (no pattern or format) the words
+  models write for it ("null", "N/A": tasks.grounding.absent), read as null by the judge, within the
+  field's share of the bound; other `none` fields (enums, booleans, derived values) keep their node.
 
 Bounds. XGrammar's compile time grows with the number of enum strings in the schema, about 0.1 ms
 each against the bundled model's 49k vocabulary (their length and `any_whitespace` matter little;
@@ -47,6 +49,7 @@ from formwork.schemas.paths import EMAIL as EMAIL_SHAPE
 from formwork.schemas.paths import semantic_errors
 from formwork.schemas.validator import validator_class
 from formwork.schemas.walk import walk
+from formwork.tasks.grounding.absent import SPELLINGS
 from formwork.tasks.grounding.aliases import Spans, written_labels
 from formwork.tasks.grounding.evidence import record_source
 from formwork.tasks.grounding.reading import RECORDS_KEPT, made_of, within, word_mask
@@ -250,7 +253,7 @@ def grounded_body(
     root = checked if checked is not None else body
     same = _Same(root)
     words = _value_words(finder, _kinds_of(same), _label_spans(same, text))
-    chosen: list[tuple[dict[str, Any], list[Any], bool]] = []  # (enum node, candidates, nullable)
+    chosen: list[tuple[dict[str, Any], list[Any], list[Any]]] = []  # (enum node, candidates, null's ways)
 
     def visit(node: Any, check: Any, inherited: Rule | None) -> Any:
         if not isinstance(node, dict):
@@ -276,12 +279,15 @@ def grounded_body(
         if not values:
             return {"type": "null"} if nullable else node  # nothing to choose: only null, or as is
         enum: dict[str, Any] = {}
-        chosen.append((enum, values, nullable and None not in values))
+        spelled = [s for s in SPELLINGS if s not in values] if nullable and _plain_string(check) else []
+        chosen.append((enum, values, [*([None] if nullable else []), *spelled]))
         return enum
 
     grounded = visit(body, root, None)
-    for (enum, values, nullable), share in zip(chosen, _shares([len(v) for _, v, _ in chosen]), strict=True):
-        enum["enum"] = [*values[:share], *([None] if nullable else [])]
+    sizes = [len(values) + len(absent) - (None in absent) for _, values, absent in chosen]
+    for (enum, values, absent), share in zip(chosen, _shares(sizes), strict=True):
+        kept = max(1, share - len(absent) + (None in absent))  # the strings of null count in the share
+        enum["enum"] = [*values[:kept], *absent]
     return grounded
 
 
