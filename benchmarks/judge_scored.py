@@ -37,6 +37,7 @@ from judge_gold import GOLD, NAMES, answer, schema_name, wrong_answers
 
 from formwork.db.calibrations import NEVER, UNCALIBRATED_VALUES
 from formwork.schemas.annotations import value_types
+from formwork.schemas.paths import parse_path
 from formwork.schemas.registry import Schema, load_schema
 from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.engines.base import Completion, RequestRejected
@@ -46,7 +47,7 @@ from formwork.tasks.evaluation.scoring import compare
 from formwork.tasks.grounding.confidence import field_confidences, value_paths
 from formwork.tasks.modes import single_pass_messages
 from formwork.tasks.prompts import formatting_messages
-from formwork.tasks.validate import judge, parse_path
+from formwork.tasks.validate import judge
 
 BOUNDS: dict[str, tuple[float, float]] = {"default": (UNCALIBRATED_VALUES, NEVER)}
 BOUNDS |= {f"{b:g}": (b, b) for b in (0.0, 0.5, 0.7, 0.9, 0.95)}

@@ -16,6 +16,7 @@ from formwork.schemas.walk import Node, types_of
 
 Path = tuple[str | int, ...]
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s.]+$")
+PATH_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
 
 
 def path_text(path: Sequence[str | int]) -> str:
@@ -24,6 +25,11 @@ def path_text(path: Sequence[str | int]) -> str:
     for part in path:
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
     return text or "(root)"
+
+
+def parse_path(text: str) -> Path:
+    """`items[2].amount` as `("items", 2, "amount")`: evidence paths meet validation's paths."""
+    return tuple(int(index) if index else key for index, key in PATH_PART.findall(text))
 
 
 def _branches(node: Node) -> list[Node]:
@@ -53,6 +59,14 @@ def accepts_null(node: Node) -> bool:
     if isinstance(branches, list):
         return any(isinstance(b, dict) and accepts_null(b) for b in branches)
     return "null" in types_of(node) or not types_of(node)
+
+
+def node_at(checked: Node, path: Path) -> Node | None:
+    """The schema node `path` stands for in `checked`, or None where the schema has none."""
+    node: Node | None = checked
+    for part in path:
+        node = child_node(node, part) if node is not None else None
+    return node
 
 
 def null_target(checked: Node, path: Path) -> Path | None:

@@ -24,13 +24,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from formwork.schemas.paths import Path
+from formwork.schemas.paths import Path, parse_path
 from formwork.schemas.registry import Schema
 from formwork.schemas.roles import Roles
 from formwork.tasks.completeness import completeness_problems
 from formwork.tasks.grounding.confidence import value_paths
 from formwork.tasks.split import Part
-from formwork.tasks.validate import EMPTY_ROW, Verdict, as_written, field_errors, null_failures, parse_path
+from formwork.tasks.validate import EMPTY_ROW, Verdict, as_written, field_errors, null_failures
 
 ITEM_PATH = re.compile(r"^([^.\[\]]+)\[(\d+)\](.*)$")
 LEADING_ITEM = re.compile(r"^([^.\[\]\s:]+)\[(\d+)\]")  # the item path a judge's sentence begins with

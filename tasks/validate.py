@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from formwork.schemas.conform import conform
-from formwork.schemas.paths import Path, null_target, path_text, semantic_errors, set_null
+from formwork.schemas.paths import Path, null_target, parse_path, path_text, semantic_errors, set_null
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.grounding.absent import read_absent
@@ -37,7 +37,6 @@ from formwork.tasks.grounding.renormalise import logprob_mode, renormalised
 from formwork.tasks.judged_values import judged_values
 
 Status = Literal["ok", "partial", "failed"]
-PATH_PART = re.compile(r"\[(\d+)\]|([^.\[\]]+)")
 
 
 @dataclass
@@ -132,11 +131,6 @@ def _ungrounded(schema: Schema, proof: Evidence) -> str:
     return f"{proof.path} {shown} does not appear in the text; {advice}"
 
 
-def parse_path(text: str) -> Path:
-    """`items[2].amount` as `("items", 2, "amount")`: evidence paths meet validation's paths."""
-    return tuple(int(index) if index else key for index, key in PATH_PART.findall(text))
-
-
 def _copied(copy: Evidence, original: Evidence) -> str:
     shown = json.dumps(copy.value, ensure_ascii=False)
     return (
@@ -175,7 +169,7 @@ def _evidence_errors(
                         logprob_mode=mode if e.path in confidences else "none")
                 for e in evidence]  # fmt: skip
 
-    copied = {copy.path: original for copy, original in copies(evidence, source)}
+    copied = {copy.path: original for copy, original in copies(evidence, source, schema.checked_body)}
     pasted = prewritten(evidence, source)
     evidence = [replace(e, grounded=False) if e.path in copied or e.path in pasted else e for e in evidence]
 

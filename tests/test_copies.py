@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from formwork.schemas.registry import load_schema
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.validate import judge
@@ -52,6 +54,34 @@ def test_a_field_repeating_its_siblings_value_is_the_copy() -> None:
     assert verdict.data["name"] == "Sophie Laurent"  # the earlier field is the original
     data["organization"] = "Agence Lumière"
     assert _judge(CONTACT, text, data).status == "ok"
+
+
+@pytest.mark.parametrize(
+    ("text", "words", "amount", "currency"),
+    [
+        ("2024年6月3日和客户吃晚饭，花了480元，项目：星河", "星河", 480, "CNY"),  # the 1.5B's who, first
+        ("Team lunch 2024-06-03, 48 EUR, Projekt Falke", "Falke", 48, "EUR"),
+        ("Dinner 2024-06-03, 95 EUR. Bill to project Apollo", "Apollo", 95, "EUR"),
+    ],
+)
+def test_of_two_siblings_with_the_same_words_the_one_the_text_cues_keeps_them(
+    text: str, words: str, amount: int, currency: str
+) -> None:
+    """Issue 27: which sibling repeats the other is read from the text (the project's cue before the
+    words), not from the schema's order, which kept the person and refused the project."""
+    data = {"who": words, "date": "2024-06-03", "amount": amount, "currency": currency, "category": "meals",
+            "project": words}  # fmt: skip
+    verdict = _judge(EXPENSE, text, data)
+    assert verdict.nulled == ["who"] and verdict.data["project"] == words, verdict.errors
+    assert any(e.startswith(f'who "{words}" is the text that gives project') for e in verdict.errors)
+
+
+def test_the_person_the_text_cues_keeps_the_words_a_project_repeats() -> None:
+    text = "Taxi 2024-06-03, 30 EUR, paid by Apollo"
+    data = {"who": "Apollo", "date": "2024-06-03", "amount": 30, "currency": "EUR", "category": "transport",
+            "project": "Apollo"}  # fmt: skip
+    verdict = _judge(EXPENSE, text, data)
+    assert verdict.nulled == ["project"] and verdict.data["who"] == "Apollo"
 
 
 SHOPPING = load_schema("shopping_list")

@@ -51,9 +51,10 @@ from formwork.schemas.validator import validator_class
 from formwork.schemas.walk import walk
 from formwork.tasks.grounding.absent import SPELLINGS
 from formwork.tasks.grounding.aliases import Spans, written_labels
+from formwork.tasks.grounding.cues import cues_for
 from formwork.tasks.grounding.evidence import record_source
 from formwork.tasks.grounding.reading import RECORDS_KEPT, made_of, within, word_mask
-from formwork.tasks.grounding.spans import Mentions, base_forms, cues_for, quote_spans
+from formwork.tasks.grounding.spans import Mentions, base_forms, quote_spans
 from formwork.tasks.grounding.values import ValueFinder
 
 COMPILE_MS_PER_STRING = 0.1  # XGrammar, per enum string, bundled vocabulary (BENCHMARKS section 15)
@@ -202,10 +203,11 @@ def _value_words(finder: ValueFinder, kinds: frozenset[str], labels: Spans) -> V
 
 def _pool(
     node: dict[str, Any], check: dict[str, Any], rule: Rule, finder: ValueFinder, notes: str,
-    words: ValueWords,
+    words: ValueWords, name: str,
 ) -> Iterable[Any] | None:  # fmt: skip
-    """Every value `node` could take under grounded decoding, likeliest first; None: keep the node.
-    `check` is the same field in the checked body, which keeps the `x-` annotations."""
+    """Every value `node` (the property `name`) could take under grounded decoding, likeliest first;
+    None: keep the node. `check` is the same field in the checked body, which keeps the `x-`
+    annotations."""
     types, text = value_types(node), finder.text
     if rule == "value" and types & {"number", "integer"}:
         numbers = (r for r in finder.number_readings() if isinstance(r.value, Decimal))
@@ -215,7 +217,7 @@ def _pool(
         readings = [r for r in finder.date_readings() if isinstance(r.value, date)]
         return _mentioned_first([(r.value.isoformat(), text[r.span[0] : r.span[1]]) for r in readings], notes)
     if rule == "quote" and types == {"string"}:
-        cues = cues_for(str(check.get("description", "")))
+        cues = cues_for(str(check.get("description", "")), name)
         every = quote_spans(text, int(node.get("maxLength", 200)), notes, cues)
         spans = (span for span in every if not words.hold(span))  # lazy: the bound stops early
         if check.get("x-base-form") is True:
@@ -255,7 +257,7 @@ def grounded_body(
     words = _value_words(finder, _kinds_of(same), _label_spans(same, text))
     chosen: list[tuple[dict[str, Any], list[Any], list[Any]]] = []  # (enum node, candidates, null's ways)
 
-    def visit(node: Any, check: Any, inherited: Rule | None) -> Any:
+    def visit(node: Any, check: Any, inherited: Rule | None, name: str = "") -> Any:
         if not isinstance(node, dict):
             return node
         check = check if isinstance(check, dict) else node
@@ -266,12 +268,12 @@ def grounded_body(
             if "properties" in node:
                 inner = check.get("properties") or {}
                 copy["properties"] = {
-                    k: visit(v, inner.get(k), passed) for k, v in node["properties"].items()
+                    k: visit(v, inner.get(k), passed, k) for k, v in node["properties"].items()
                 }
             if isinstance(node.get("items"), dict):
-                copy["items"] = visit(node["items"], check.get("items"), passed)
+                copy["items"] = visit(node["items"], check.get("items"), passed, name)
             return copy
-        pool = _pool(node, check, rule, finder, notes, words)
+        pool = _pool(node, check, rule, finder, notes, words, name)
         if pool is None:
             return node
         values = _bounded(pool, admits(root, check, text))

@@ -8,9 +8,11 @@ alone passes them, but those words already back the amount and the date. So:
   and the enum labels the text writes (`who: "12 CAD"` beside an amount of 12 and a currency read
   from "CAD"; the grammar offered that span, and the bundled model took it for the person); a
   longer phrase that merely contains a number ("2 Coffee" beside a quantity of 2) is not inside it;
-- of two sibling quoted fields with the same value (`organization` repeating `name`), the later one
-  in the schema's order is the copy (enum-first schemas put what a later field depends on first).
-  Siblings only: two line items may well name the same product;
+- of two sibling quoted fields with the same value (`organization` repeating `name`), the one whose
+  cue the text writes right before those words keeps them ("项目：星河" is the project's, though the
+  1.5B model wrote 星河 as `who` first; tasks.grounding.cues); where neither or both are cued, the
+  later one in the schema's order is the copy (enum-first schemas put what a later field depends on
+  first). Siblings only: two line items may well name the same product;
 - but each of them needs its own place in the text: elements of one array (`items[0].name`,
   `items[1].name`, ...) with the same words are backed as many times as the text writes them, and
   the later ones are copies (a looping model listed "Aldi" twenty times from one "Aldi");
@@ -25,9 +27,13 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from datetime import date
+from typing import Any
 
+from formwork.schemas.paths import node_at, parse_path
+from formwork.tasks.grounding.cues import cues_for
 from formwork.tasks.grounding.evidence import Evidence
 from formwork.tasks.grounding.reading import inside, made_of, overlaps, within, word_mask
+from formwork.tasks.grounding.spans import cued_starts
 
 INDEX = re.compile(r"\[\d+\]")
 
@@ -54,8 +60,19 @@ def _repeated_elements(quotes: list[Evidence]) -> list[tuple[Evidence, Evidence]
     return found
 
 
-def copies(evidence: list[Evidence], text: str) -> list[tuple[Evidence, Evidence]]:
-    """(copy, original) pairs among the grounded values of `text`, by the rules above."""
+def copies(
+    evidence: list[Evidence], text: str, body: dict[str, Any] | None = None
+) -> list[tuple[Evidence, Evidence]]:
+    """(copy, original) pairs among the grounded values of `text`, by the rules above; `body` (the
+    checked schema) names each field's cues."""
+
+    def cued(quote: Evidence) -> bool:
+        parts = parse_path(quote.path)
+        node = node_at(body, parts) if body is not None else None
+        name = next((p for p in reversed(parts) if isinstance(p, str)), "")
+        starts = cued_starts(text, cues_for(str((node or {}).get("description", "")), name))
+        return any(start in starts for start, _ in quote.spans)
+
     values = [e for e in evidence if e.grounded and e.rule == "value" and e.spans]
     quotes = [e for e in evidence if e.grounded and e.rule == "quote" and e.spans]
     labels = [e for e in evidence if e.grounded and e.rule == "none" and e.spans]  # aliased enums
@@ -69,8 +86,11 @@ def copies(evidence: list[Evidence], text: str) -> list[tuple[Evidence, Evidence
         repeated = [
             q for q in quotes[:index] if _parent(q.path) == _parent(quote.path) and _same_words(q, quote)
         ]
-        if holders or repeated:
-            found.append((quote, (holders or repeated)[0]))
+        if holders:
+            found.append((quote, holders[0]))
+        elif repeated:
+            first = repeated[0]
+            found.append((first, quote) if cued(quote) and not cued(first) else (quote, first))
     dates = [v for v in values if _is_date(v.value)]
     for number in (v for v in values if _is_number(v.value)):
         parts = [d for d in dates if d.path != number.path and all(within(s, d.spans) for s in number.spans)]

@@ -21,6 +21,7 @@ from functools import lru_cache
 
 import regex
 
+from formwork.tasks.grounding.cues import SIGN_OFFS, cue_pattern
 from formwork.tasks.grounding.dates import AB_Y, YMD
 from formwork.tasks.grounding.evidence import LEMMA_LANGUAGES
 from formwork.tasks.grounding.reading import RECORDS_KEPT
@@ -81,27 +82,10 @@ def _text_words(text: str) -> TextWords:
     return TextWords(text)
 
 
-# The words a field's description uses, and the text's words after which its value is written: the
-# spans around them are what people answer ("paid by Maria", "Project: Apollo", "Regards,\nMaria").
-CUES = {
-    "person": ("paid by", "by", "from", "regards", "best", "thanks", "cheers", "sincerely", "name"),
-    "name": ("regards", "best", "thanks", "cheers", "sincerely", "name", "from"),
-    "project": ("project", "proj", "for"),
-    "client": ("client", "customer", "for"),
-    "company": ("regards", "company", "at"),
-    "organization": ("regards", "company", "organization", "organisation", "at"),
-}
-SIGN_OFFS = frozenset({"regards", "best", "thanks", "cheers", "sincerely"})  # the name is on the next line
 CONNECTORS = frozenset({"&", "and", "of", "de", "del", "van", "von", "der", "la", "le", "y", "du", "da"})
 SEGMENT = regex.compile(r"\s*(?:[,;|•·]|\s[-–—]\s|:\s)\s*")
-CUE_WORDS = 4  # words after a cue on its own line
+CUE_WORDS = 4  # words after a cue on its line
 JOINED_LINES = 4  # adjacent lines joined at most (an address, a signature block)
-
-
-def cues_for(description: str) -> tuple[str, ...]:
-    """The cue words of a field whose description names a person, a project, a client or a company."""
-    words = {w.casefold() for w in WORD.findall(description, concurrent=False)}
-    return tuple(dict.fromkeys(cue for key, cues in CUES.items() if key in words for cue in cues))
 
 
 def _lines(text: str) -> list[tuple[int, int]]:
@@ -141,8 +125,7 @@ def _after_cues(text: str, cues: tuple[str, ...], lines: list[tuple[int, int]]) 
     its line ("Regards,"), the next line and the next two lines joined."""
     found = []
     for cue in cues:
-        alone = rf"(?i)(?<![\p{{L}}\p{{N}}]){regex.escape(cue)}(?![\p{{L}}\p{{N}}])"  # a word, not a part
-        for match in regex.finditer(alone, text, concurrent=False):
+        for match in cue_pattern(cue).finditer(text, concurrent=False):
             line_end = text.find("\n", match.end())
             rest = text[match.end() : len(text) if line_end < 0 else line_end]
             words = [
@@ -157,6 +140,13 @@ def _after_cues(text: str, cues: tuple[str, ...], lines: list[tuple[int, int]]) 
                 after = [line for line in lines if line[0] > match.end()][:2]
                 found += [after[0], (after[0][0], after[-1][1])] if after else []
     return found
+
+
+@lru_cache(maxsize=RECORDS_KEPT)
+def cued_starts(text: str, cues: tuple[str, ...]) -> frozenset[int]:
+    """Where the text starts a value right after one of `cues` (the first word after the cue, or the
+    line after a sign-off): a span starting there is one the text labels with the field's cue."""
+    return frozenset(start for start, _ in _after_cues(text, cues, _lines(text)))
 
 
 @lru_cache(maxsize=RECORDS_KEPT)
