@@ -8,7 +8,8 @@ shown to change nothing it should not (or exactly what it should).
 Each record's grammar is built as `ExtractOptions.formatting_grammar` builds it for the formatting
 pass, three ways: without notes (one-pass modes), with the gold answer's values as the notes (two-pass,
 the model's intent), and once more with the same notes (a second attempt, which must equal the first).
-`--compare` reports, per gold set, how many records have the same grammar, and the first differences.
+`--compare` reports, per gold set, how many records have the same grammar, the first differences, and
+every gold value the old grammars offered that the new ones do not (a model could no longer write it).
 """
 
 from __future__ import annotations
@@ -31,17 +32,44 @@ def _notes(gold: Any) -> str:
     return json.dumps(gold, ensure_ascii=False)
 
 
-def snapshot() -> dict[str, Any]:
-    found: dict[str, Any] = {}
+def _records() -> dict[str, Any]:
+    """Every gold record of every set, keyed `set/id`, with its schema."""
+    found = {}
     for path in sorted(GOLD.glob("*.jsonl")):
         schema = load_schema(path.stem.removesuffix("_zh_ja"))
-        for record in load_gold(path, schema):
-            notes = _notes(record.gold)
-            built = [
-                GROUNDED.formatting_grammar(schema, record.text, record.meta, n) for n in ("", notes, notes)
-            ]
-            found[f"{path.stem}/{record.id}"] = built
+        found |= {f"{path.stem}/{record.id}": (schema, record) for record in load_gold(path, schema)}
     return found
+
+
+def snapshot() -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for key, (schema, record) in _records().items():
+        notes = _notes(record.gold)
+        found[key] = [
+            GROUNDED.formatting_grammar(schema, record.text, record.meta, n) for n in ("", notes, notes)
+        ]
+    return found
+
+
+def _offered(grammar: Any, gold: Any, path: str = "") -> set[str]:
+    """The gold values (`path=value`) that an enum of `grammar` offers, at any depth."""
+    if not isinstance(grammar, dict):
+        return set()
+    if isinstance(gold, dict):
+        props = grammar.get("properties") or {}
+        return set().union(*(_offered(props.get(k), v, f"{path}.{k}") for k, v in gold.items()))
+    if isinstance(gold, list):
+        return set().union(*(_offered(grammar.get("items"), v, f"{path}[{i}]") for i, v in enumerate(gold)))
+    return {f"{path}={gold!r}"} if gold in grammar.get("enum", []) else set()
+
+
+def _lost(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The gold values some grammar of a record offered before and the same grammar does not now."""
+    lost = []
+    for key, (_, record) in _records().items():
+        for old, new in zip(before.get(key, []), after.get(key, []), strict=False):
+            lost += [f"{key} {v}" for v in sorted(_offered(old, record.gold) - _offered(new, record.gold))]
+    return lost
 
 
 def compare(before: dict[str, Any], after: dict[str, Any]) -> int:
@@ -57,7 +85,11 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> int:
     print(f"records whose second attempt differs from the first: {len(unstable)}")
     for key in changed[:5]:
         print(f"differs: {key}")
-    return 1 if changed or unstable or set(before) != set(after) else 0
+    lost = _lost(before, after)
+    print(f"gold values offered before and not now: {len(lost)}")
+    for value in lost[:20]:
+        print(f"lost: {value}")
+    return 1 if changed or unstable or lost or set(before) != set(after) else 0
 
 
 def main() -> None:

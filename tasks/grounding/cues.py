@@ -20,7 +20,8 @@ import regex
 
 SIGNED = ("regards", "best", "thanks", "cheers", "sincerely", "grüßen", "grüße", "gruß", "cordialement",
           "saludo", "saludos", "saluti", "cumprimentos", "groeten", "pozdrawiam", "此致", "敬具")  # fmt: skip
-PAID_BY = ("paid by", "by", "from", "bezahlt von", "von", "payé par", "par", "pagado por", "pagó", "pago por",
+SENT_BY = ("from", "差出人", "送信者", "发件人", "寄件人", "보낸 사람", "보낸사람")  # a mail's sender
+PAID_BY = ("paid by", "by", "bezahlt von", "von", "payé par", "par", "pagado por", "pagó", "pago por",
            "ha pagato", "pagato da", "betaald door", "door", "zapłacił", "płacił", "付款人", "报销人",
            "결제자", "traveller", "traveler", "guest", "attendee", "reisende", "gast", "ospite",
            "hóspede", "huésped")  # fmt: skip
@@ -33,9 +34,9 @@ COMPANY = ("company", "organization", "organisation", "firma", "société", "emp
 
 # A word of a field's name or description, and the cues of the values it names.
 CUES = {
-    "person": (*PAID_BY, *SIGNED, *NAMED),
+    "person": (*PAID_BY, *SENT_BY, *SIGNED, *NAMED),
     "payer": PAID_BY,
-    "name": (*SIGNED, *NAMED, "from"),
+    "name": (*SIGNED, *NAMED, *SENT_BY),
     "project": PROJECT,
     "client": CLIENT,
     "customer": CLIENT,
