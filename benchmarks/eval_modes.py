@@ -29,13 +29,14 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=8)
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--out", default="eval_modes.json")
+    parser.add_argument("--db", help="keep the rows in this database (default: a throw-away one)")
     args = parser.parse_args()
     apply_defaults()
     gold = Path(__file__).resolve().parents[1] / "examples" / "gold" / f"{args.schema}.jsonl"
     with tempfile.TemporaryDirectory() as folder, without_heartbeat():
         reports = evaluate(
             str(gold), args.schema, modes=args.modes.split(","), limit=args.records,
-            db_url=f"sqlite:///{folder}/eval.db", chart=str(Path(args.out).with_suffix(".png")),
+            db_url=args.db or f"sqlite:///{folder}/eval.db", chart=str(Path(args.out).with_suffix(".png")),
         )  # fmt: skip
     Path(args.out).write_text(json.dumps(reports, indent=1, ensure_ascii=False))
     fields = list(next(iter(reports.values()))["field_accuracy"])

@@ -46,6 +46,8 @@ def _cell(model: str, grounded: bool, schema: str, args: argparse.Namespace, fol
     script = Path(__file__).with_name("eval_modes.py")
     command = [sys.executable, str(script), "--schema", schema, "--records", str(args.records)]
     command += ["--modes", args.modes, "--out", str(out)]
+    if args.keep:
+        command += ["--db", f"sqlite:///{Path(args.keep).resolve() / out.with_suffix('.db').name}"]
     subprocess.run(command, env=env, check=True, cwd=folder, stdout=subprocess.DEVNULL)
     return json.loads(out.read_text())
 
@@ -62,6 +64,7 @@ def main() -> None:
     parser.add_argument("--attempts", type=int, default=1)
     parser.add_argument("--out", default="grounded_fields.json")
     parser.add_argument("--bounds", action="store_true", help="score what production stores: bounds in force")
+    parser.add_argument("--keep", help="a folder to keep each cell's database in (its rows, calls, evidence)")
     args = parser.parse_args()
     results: dict[str, dict] = {}
     print("| model | mode | field | grounded off | grounded on | off, gold stated | on, gold stated |")
