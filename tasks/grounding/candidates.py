@@ -255,7 +255,7 @@ def grounded_body(
     root = checked if checked is not None else body
     same = _Same(root)
     words = _value_words(finder, _kinds_of(same), _label_spans(same, text))
-    chosen: list[tuple[dict[str, Any], list[Any], list[Any]]] = []  # (enum node, candidates, null's ways)
+    chosen: list[tuple[dict[str, Any], list[Any], bool, list[str]]] = []  # enum, values, nullable, spelled
 
     def visit(node: Any, check: Any, inherited: Rule | None, name: str = "") -> Any:
         if not isinstance(node, dict):
@@ -282,14 +282,13 @@ def grounded_body(
             return {"type": "null"} if nullable else node  # nothing to choose: only null, or as is
         enum: dict[str, Any] = {}
         spelled = [s for s in SPELLINGS if s not in values] if nullable and _plain_string(check) else []
-        chosen.append((enum, values, [*([None] if nullable else []), *spelled]))
+        chosen.append((enum, values, nullable, spelled))
         return enum
 
     grounded = visit(body, root, None)
-    sizes = [len(values) + len(absent) - (None in absent) for _, values, absent in chosen]
-    for (enum, values, absent), share in zip(chosen, _shares(sizes), strict=True):
-        kept = max(1, share - len(absent) + (None in absent))  # the strings of null count in the share
-        enum["enum"] = [*values[:kept], *absent]
+    sizes = [len(values) + len(spelled) for _, values, _, spelled in chosen]  # null's spellings count
+    for (enum, values, nullable, spelled), share in zip(chosen, _shares(sizes), strict=True):
+        enum["enum"] = [*values[: max(1, share - len(spelled))], *([None] if nullable else []), *spelled]
     return grounded
 
 
