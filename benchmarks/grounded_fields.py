@@ -13,8 +13,10 @@ in the formatting grammar. `--attempts 1` (the default here) scores
 the first answer, and FORMWORK_CALIBRATION=false keeps every value the judge grounds (no bound):
 whether a bound keeps a value is a separate question from whether the model chose it right
 (`--bounds`: score what production stores, the calibration or its conservative default in force).
-Each field is scored twice: over every record, and over the records whose gold has a value (an
-invented value the judge refuses is left null, which is right wherever the gold is null too).
+Each field is scored three ways: over every record, over the records whose gold has a value (an
+invented value the judge refuses is left null, which is right wherever the gold is null too), and
+as the model wrote it, before the judge (the first formatting call's JSON, every record): what the
+grammar let the model choose, apart from what the judge made of it.
 """
 
 from __future__ import annotations
@@ -22,12 +24,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from eval_modes import _pct
+
+from formwork.schemas.registry import load_schema
+from formwork.tasks.evaluation.gold import load_gold
+from formwork.tasks.evaluation.scoring import compare
+
+GOLD = Path(__file__).resolve().parents[1] / "examples" / "gold"
 
 FIELDS = {"expense": ("who", "project"), "contact": ("name", "organization")}
 
@@ -43,16 +52,50 @@ def _cell(model: str, grounded: bool, schema: str, args: argparse.Namespace, fol
     if model != "bundled":
         env["FORMWORK_LOCAL_MODEL"] = model
     out = Path(folder) / f"{model}-{schema}-{grounded}.json"
+    db = Path(args.keep or folder).resolve() / out.with_suffix(".db").name
     script = Path(__file__).with_name("eval_modes.py")
     command = [sys.executable, str(script), "--schema", schema, "--records", str(args.records)]
-    command += ["--modes", args.modes, "--out", str(out)]
-    if args.keep:
-        command += ["--db", f"sqlite:///{Path(args.keep).resolve() / out.with_suffix('.db').name}"]
+    command += ["--modes", args.modes, "--out", str(out), "--db", f"sqlite:///{db}"]
     subprocess.run(command, env=env, check=True, cwd=folder, stdout=subprocess.DEVNULL)
-    return json.loads(out.read_text())
+    reports = json.loads(out.read_text())
+    for mode, written in _as_written(db, schema, args.records).items():
+        reports[mode]["as_written"] = written
+    return reports
 
 
-_SCORES = ("field_accuracy", "stated_accuracy")  # every record; the records whose gold has a value
+def _as_written(db: Path, schema_name: str, records: int) -> dict[str, dict[str, float]]:
+    """Per mode, each field's accuracy over every record in the first formatting call's JSON (before
+    the judge nulls or refuses anything); output that does not parse counts wrong."""
+    schema = load_schema(schema_name)
+    golds = load_gold(GOLD / f"{schema_name}.jsonl", schema)[:records]
+    found: dict[str, dict[str, float]] = {}
+    with sqlite3.connect(db) as connection:
+        for mode, run in connection.execute("SELECT mode, run_id FROM eval_runs"):
+            firsts = connection.execute(
+                "SELECT r.key, c.output FROM model_calls c JOIN records r ON r.id = c.record_id "
+                "WHERE c.run_id = ? AND c.pass_name = 'formatting' ORDER BY c.id DESC",
+                (run,),
+            )
+            written = dict(firsts.fetchall())  # the first call of each record is read last, and kept
+            right = dict.fromkeys(schema.properties, 0)
+            for gold in golds:
+                got = _parsed(written.get(gold.id, ""))
+                for key, value in gold.gold.items():
+                    right[key] += compare(schema.properties[key], value, got.get(key)) if got else False
+            found[mode] = {key: count / len(golds) for key, count in right.items()}
+    return found
+
+
+# every record; the records whose gold has a value; the model's JSON before the judge, every record
+def _parsed(output: str) -> dict | None:
+    try:
+        data = json.loads(output)
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+_SCORES = ("field_accuracy", "stated_accuracy", "as_written")
 
 
 def main() -> None:
@@ -67,8 +110,9 @@ def main() -> None:
     parser.add_argument("--keep", help="a folder to keep each cell's database in (its rows, calls, evidence)")
     args = parser.parse_args()
     results: dict[str, dict] = {}
-    print("| model | mode | field | grounded off | grounded on | off, gold stated | on, gold stated |")
-    print("|---|---|---|---:|---:|---:|---:|")
+    print("| model | mode | field | grounded off | grounded on | off, gold stated | on, gold stated | "
+          "off, as written | on, as written |")  # fmt: skip
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as folder:
         for model in args.models.split(","):
             for schema, fields in FIELDS.items():
