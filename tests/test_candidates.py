@@ -397,3 +397,16 @@ def test_a_phone_is_offered_whole_and_never_as_a_piece_of_a_longer_token() -> No
         assert not set(pieces) & set(phones), (text, phones)
     names = GROUNDED.formatting_grammar(contact, "Invoice 2024-03-14, Jo Smith", None)["properties"]["name"]
     assert names["enum"][0] != "2024-03-14"  # a date is not a phone, so it does not lead every field
+
+
+def test_no_span_cuts_a_phone_or_an_email_and_an_abbreviations_dot_is_kept() -> None:
+    """The 1.5B wrote the phone "02) 9876 5432", a piece the n-grams offered, and could only write
+    "FastShip Inc" for the text's "FastShip Inc." (issue 27, deliver 5)."""
+    contact = load_schema("contact")
+    text = "Ben O'Connor, Riverside Clinic, (02) 9876 5432"
+    fields = GROUNDED.formatting_grammar(contact, text, None)["properties"]
+    assert "(02) 9876 5432" in fields["phone"]["enum"] and "02) 9876 5432" not in fields["phone"]["enum"]
+    assert "Riverside Clinic, (02) 9876 5432" in fields["organization"]["enum"]  # the whole phone: kept
+    text = "Questions? Write to support@fastship.com or call 1-800-555-0177. FastShip Inc."
+    offered = GROUNDED.formatting_grammar(contact, text, None)["properties"]["organization"]["enum"]
+    assert "FastShip Inc." in offered and "fastship.com" not in offered and "800-555" not in offered

@@ -153,14 +153,16 @@ def cued_starts(text: str, cues: tuple[str, ...]) -> frozenset[int]:
 def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Every span a quoted field may copy (exact slices of the text), unbounded, in the order the bound
     keeps them: e-mails and phones; then what the notes mention; then the spans after the field's
-    `cues`, capitalised runs, whole lines and their segments, runs of adjacent lines joined as the
-    text joins them, and last word n-grams within a line, short and early first (kept for the last
-    RECORDS_KEPT calls: fields of one record differ only in `max_length` and cues)."""
+    `cues`, capitalised runs (with an abbreviation's dot), whole lines and their segments, runs of
+    adjacent lines joined as the text joins them, and last word n-grams within a line, short and
+    early first; none of them cuts an e-mail or a phone (kept for the last RECORDS_KEPT calls:
+    fields of one record differ only in `max_length` and cues)."""
     found: dict[str, None] = {}
     # "2024-03-14" and "14.03.2024" have a phone's shape, but the date reader's numeric forms
     phones = (m for m in PHONE.finditer(text, concurrent=False) if not _numeric_date(m.group()))
-    for token in (*EMAIL.finditer(text, concurrent=False), *phones):
-        found[token.group()] = None
+    tokens = [*EMAIL.finditer(text, concurrent=False), *phones]
+    found.update((token.group(), None) for token in tokens)
+    whole = [token.span() for token in tokens]  # no span cuts one: "02) 9876 5432", "fastship.com"
     mentioned = Mentions(notes)
     text_words = _text_words(text) if mentioned else None  # only what the notes mention needs words
     lines = _lines(text)
@@ -168,7 +170,9 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
 
     def offer(kind: int, start: int, end: int, n: int = 0) -> None:
         """Rank text[start:end]; an n-gram (kind 5) of `n` words ranks by its length."""
-        if 0 < end - start <= max_length:
+        if 0 < end - start <= max_length and not any(
+            s < end and start < e and not start <= s < e <= end for s, e in whole
+        ):
             span, said = text[start:end], False
             if text_words is not None:
                 words = text_words.within(start, end)
@@ -184,6 +188,8 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
         ]
         for start, end in _capitalised(text, words):
             offer(1, start, end)
+            if _abbreviated(text, start, end):
+                offer(1, start, end + 1)  # "FastShip Inc." with its dot
         offer(2, line_start, line_end)
         for part in SEGMENT.split(text[line_start:line_end], concurrent=False):
             if part and part != text[line_start:line_end]:
@@ -200,6 +206,13 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
                 break
     found.update(dict.fromkeys(span for *_, span in sorted(ranked)))
     return tuple(found)
+
+
+def _abbreviated(text: str, start: int, end: int) -> bool:
+    """Whether the run text[start:end] ends in an abbreviation whose dot follows it ("Inc.", "Ltd.",
+    "S.L.", "Jr."): a word of at most four letters, capitalised, before a dot."""
+    last = text[start:end].rsplit(None, 1)[-1]
+    return text[end : end + 1] == "." and len(last.replace(".", "")) <= 4 and last[:1].isupper()
 
 
 def _numeric_date(token: str) -> bool:
