@@ -60,7 +60,8 @@ def _offered(grammar: Any, gold: Any, path: str = "") -> set[str]:
         return set().union(*(_offered(props.get(k), v, f"{path}.{k}") for k, v in gold.items()))
     if isinstance(gold, list):
         return set().union(*(_offered(grammar.get("items"), v, f"{path}[{i}]") for i, v in enumerate(gold)))
-    return {f"{path}={gold!r}"} if gold in grammar.get("enum", []) else set()
+    only_null = gold is None and grammar.get("type") == "null"  # nothing else to choose
+    return {f"{path}={gold!r}"} if gold in grammar.get("enum", []) or only_null else set()
 
 
 def _lost(before: dict[str, Any], after: dict[str, Any]) -> list[str]:

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from formwork.schemas.registry import load_schema
+from formwork.schemas.registry import load_schema, schema_from_body
+from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.validate import judge
 
@@ -123,3 +124,32 @@ def test_a_number_that_is_part_of_the_date_is_no_amount() -> None:
         == "ok"
     )
     assert not any("amount" in e for e in _judge(EXPENSE, text, base | {"amount": 12, "date": None}).errors)
+
+
+@pytest.mark.parametrize(
+    ("field", "words"),
+    [
+        ("who", "12 CAD, 2024-11-02, project Maple"),  # the bundled model's who, grounding on
+        ("project", "Parking at the client site, 12 CAD"),
+        ("project", "2024-11-02, project Maple"),
+    ],
+)
+def test_a_name_holding_the_date_or_the_price_is_refused_and_never_offered(field: str, words: str) -> None:
+    """Issue 27: no name of a person, company or project holds a date or a price; such a span, chosen
+    where the text names nobody, was kept as the person's name."""
+    data = {"who": None, "date": "2024-11-02", "amount": 12, "currency": "CAD", "category": "transport",
+            "project": None, field: words}  # fmt: skip
+    verdict = _judge(EXPENSE, PARKING, data)
+    assert field in verdict.nulled and verdict.data["amount"] == 12
+    offered = ExtractOptions(grounded_decoding=True).formatting_grammar(EXPENSE, PARKING, None)
+    assert words not in offered["properties"][field]["enum"]
+    assert "Maple" in offered["properties"]["project"]["enum"]
+
+
+def test_a_free_text_field_that_is_no_name_may_hold_a_price() -> None:
+    note = {"type": ["string", "null"], "maxLength": 80, "description": "What the expense was, briefly."}
+    body = {**EXPENSE.body, "properties": {**EXPENSE.body["properties"], "note": note}}
+    schema = schema_from_body({**body, "required": [*EXPENSE.body["required"], "note"]}, "test")
+    data = {"who": None, "date": "2024-11-02", "amount": 12, "currency": "CAD", "category": "transport",
+            "project": "Maple", "note": "Parking at the client site, 12 CAD"}  # fmt: skip
+    assert _judge(schema, PARKING, data).status == "ok"

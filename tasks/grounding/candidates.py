@@ -53,8 +53,9 @@ from formwork.tasks.grounding.absent import SPELLINGS
 from formwork.tasks.grounding.aliases import Spans, written_labels
 from formwork.tasks.grounding.cues import cues_for
 from formwork.tasks.grounding.evidence import record_source
-from formwork.tasks.grounding.reading import RECORDS_KEPT, made_of, within, word_mask
+from formwork.tasks.grounding.reading import RECORDS_KEPT
 from formwork.tasks.grounding.spans import Mentions, base_forms, quote_spans
+from formwork.tasks.grounding.value_words import ValueWords
 from formwork.tasks.grounding.values import ValueFinder
 
 COMPILE_MS_PER_STRING = 0.1  # XGrammar, per enum string, bundled vocabulary (BENCHMARKS section 15)
@@ -133,36 +134,6 @@ def _mentioned_first(values: list[tuple[Any, str]], notes: str) -> list[Any]:
     return [*said, *(v for v, _ in values)]
 
 
-class ValueWords:
-    """The words that back the schema's other fields, which back no free string (one phrase backs one
-    field, tasks.grounding.copies): a quote made only of numbers', dates' and written enum labels'
-    words ("12" or "12 CAD" of "Parking, 12 CAD" beside an amount and a currency, "2024" of
-    "2024-06-10" beside a date), and a number that is part of a date ("12" of "12 Jan 2024"), are
-    refused by the judge, so they are never proposed. `labels` are the spans where the text writes a
-    label of one of the schema's aliased enums."""
-
-    def __init__(self, kinds: frozenset[str], finder: ValueFinder, labels: Spans):
-        self.text = finder.text
-        numbers = [r.span for r in finder.number_readings()] if "number" in kinds else []
-        self.dates = [r.span for r in finder.date_readings()] if "date" in kinds else []
-        held = [*numbers, *self.dates, *labels]  # the words of every reading another field may take
-        self.mask = word_mask(self.text, held) if held else ""
-
-    def part_of_date(self, span: tuple[int, int]) -> bool:
-        return within(span, self.dates)
-
-    def hold(self, value: Any) -> bool:
-        """Whether every place the text writes `value` is made of other fields' words (a span the
-        text does not write verbatim, such as a base form, is not held)."""
-        if not self.mask or not isinstance(value, str) or not value:
-            return False
-        places, start = [], self.text.find(value)
-        while start >= 0:  # the non-overlapping places, as a search for the literal finds them
-            places.append((start, start + len(value)))
-            start = self.text.find(value, start + len(value))
-        return bool(places) and all(made_of(self.mask, place) for place in places)
-
-
 @lru_cache(maxsize=64)
 def _kinds_of(root: _Same) -> frozenset[str]:
     return frozenset(_value_kinds(root.node))
@@ -217,9 +188,9 @@ def _pool(
         readings = [r for r in finder.date_readings() if isinstance(r.value, date)]
         return _mentioned_first([(r.value.isoformat(), text[r.span[0] : r.span[1]]) for r in readings], notes)
     if rule == "quote" and types == {"string"}:
-        cues = cues_for(str(check.get("description", "")), name)
+        cues = cues_for(str(check.get("description", "")), name)  # a name's cues: a person, a company...
         every = quote_spans(text, int(node.get("maxLength", 200)), notes, cues)
-        spans = (span for span in every if not words.hold(span))  # lazy: the bound stops early
+        spans = (s for s in every if not words.hold(s) and not (cues and words.dated_or_priced(s)))
         if check.get("x-base-form") is True:
             return (form for span in spans for form in (span, *base_forms(span)))
         return spans

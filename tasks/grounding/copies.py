@@ -8,6 +8,10 @@ alone passes them, but those words already back the amount and the date. So:
   and the enum labels the text writes (`who: "12 CAD"` beside an amount of 12 and a currency read
   from "CAD"; the grammar offered that span, and the bundled model took it for the person); a
   longer phrase that merely contains a number ("2 Coffee" beside a quantity of 2) is not inside it;
+- a name (a field whose name or description names a person, a company, a project or a client,
+  tasks.grounding.cues) that holds the whole of another field's date, or its number beside a written
+  label (a price: "35 EUR"), is made of that field's words too: no name holds a date or a price
+  ("12 CAD, 2024-11-02, project Maple" as `who`; "Stockholm, 39 SEK, 2024-05-05" as `project`);
 - of two sibling quoted fields with the same value (`organization` repeating `name`), the one whose
   cue the text writes right before those words keeps them ("项目：星河" is the project's, though the
   1.5B model wrote 星河 as `who` first; tasks.grounding.cues); where neither or both are cued, the
@@ -66,12 +70,19 @@ def copies(
     """(copy, original) pairs among the grounded values of `text`, by the rules above; `body` (the
     checked schema) names each field's cues."""
 
-    def cued(quote: Evidence) -> bool:
+    def cues(quote: Evidence) -> tuple[str, ...]:
         parts = parse_path(quote.path)
         node = node_at(body, parts) if body is not None else None
         name = next((p for p in reversed(parts) if isinstance(p, str)), "")
-        starts = cued_starts(text, cues_for(str((node or {}).get("description", "")), name))
+        return cues_for(str((node or {}).get("description", "")), name)
+
+    def cued(quote: Evidence) -> bool:
+        starts = cued_starts(text, cues(quote))
         return any(start in starts for start, _ in quote.spans)
+
+    def held_in(quote: Evidence, others: list[Evidence]) -> list[Evidence]:
+        """The values among `others` whose words every place of `quote` holds whole."""
+        return [v for v in others if all(any(inside(s, [q]) for s in v.spans) for q in quote.spans)]
 
     values = [e for e in evidence if e.grounded and e.rule == "value" and e.spans]
     quotes = [e for e in evidence if e.grounded and e.rule == "quote" and e.spans]
@@ -83,6 +94,11 @@ def copies(
         holders = [v for v in values if v.path != quote.path and all(inside(s, v.spans) for s in quote.spans)]
         if not holders and mask and all(made_of(mask, s) for s in quote.spans):
             holders = [e for e in others if any(overlaps(s, e.spans) for s in quote.spans)][:1]
+        if not holders and cues(quote):  # a name holds no date, nor a price (a number and its label)
+            numbers = held_in(quote, [v for v in values if _is_number(v.value)])
+            holders = held_in(quote, [v for v in values if _is_date(v.value)]) or (
+                numbers if held_in(quote, labels) else []
+            )
         repeated = [
             q for q in quotes[:index] if _parent(q.path) == _parent(quote.path) and _same_words(q, quote)
         ]
