@@ -36,7 +36,7 @@ from typing import Any
 from formwork.schemas.paths import node_at, parse_path
 from formwork.tasks.grounding.cues import cues_for
 from formwork.tasks.grounding.evidence import Evidence
-from formwork.tasks.grounding.reading import inside, made_of, overlaps, within, word_mask
+from formwork.tasks.grounding.reading import contains, inside, made_of, overlaps, within, word_mask
 from formwork.tasks.grounding.spans import cued_starts
 
 INDEX = re.compile(r"\[\d+\]")
@@ -82,7 +82,7 @@ def copies(
 
     def held_in(quote: Evidence, others: list[Evidence]) -> list[Evidence]:
         """The values among `others` whose words every place of `quote` holds whole."""
-        return [v for v in others if all(any(inside(s, [q]) for s in v.spans) for q in quote.spans)]
+        return [v for v in others if all(contains(place, v.spans) for place in quote.spans)]
 
     values = [e for e in evidence if e.grounded and e.rule == "value" and e.spans]
     quotes = [e for e in evidence if e.grounded and e.rule == "quote" and e.spans]

@@ -49,9 +49,10 @@ UNSPACED = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")
 FIELD_WORDS = regex.compile(r"[\p{L}\p{N}]+")
 
 
+@lru_cache(maxsize=256)
 def cues_for(description: str, name: str = "") -> tuple[str, ...]:
     """The cue words of a field whose name or description names a person, a project, a client or a
-    company; () for any other field."""
+    company; () for any other field (read once per field, not once per value the judge weighs)."""
     words = {w.casefold() for w in FIELD_WORDS.findall(f"{name} {description}", concurrent=False)}
     return tuple(dict.fromkeys(cue for key, cues in CUES.items() if key in words for cue in cues))
 

@@ -39,6 +39,12 @@ def inside(span: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
     return any(start <= span[0] and span[1] <= end for start, end in spans)
 
 
+def contains(place: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
+    """True when one of `spans` lies wholly within `place` (`inside`, the other way round): "12 CAD,
+    2024-11-02" holds the date's words."""
+    return any(place[0] <= start and end <= place[1] for start, end in spans)
+
+
 def within(span: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
     """True when `span` lies inside one of `spans` and is not all of it: a part of those words."""
     return any(start <= span[0] and span[1] <= end and span != (start, end) for start, end in spans)

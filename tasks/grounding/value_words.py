@@ -7,11 +7,10 @@ decoding (tasks.grounding.candidates) never proposes them. Read once per record.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from formwork.tasks.grounding.aliases import Spans
-from formwork.tasks.grounding.reading import inside, made_of, within, word_mask
+from formwork.tasks.grounding.reading import contains, made_of, within, word_mask
 from formwork.tasks.grounding.values import ValueFinder
 
 
@@ -54,11 +53,8 @@ class ValueWords:
         """Whether every place the text writes `value` holds a whole date, or a whole number and a
         written label (a price: "35 EUR", "$23.40"), which no name of a person, company or project
         does ("12 CAD, 2024-11-02, project Maple" as `who`, chosen by the bundled model)."""
-
-        def holds(place: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:
-            return any(inside(span, [place]) for span in spans)
-
         places = self._places(value) if self.mask else []
+        numbers, dates, labels = self.numbers, self.dates, self.labels
         return bool(places) and all(
-            holds(p, self.dates) or (holds(p, self.numbers) and holds(p, self.labels)) for p in places
+            contains(p, dates) or (contains(p, numbers) and contains(p, labels)) for p in places
         )
