@@ -40,11 +40,11 @@ from formwork.schemas.annotations import value_types
 from formwork.schemas.paths import parse_path
 from formwork.schemas.registry import Schema, load_schema
 from formwork.tasks.calls import ExtractOptions
+from formwork.tasks.confidence.probability import field_confidences, value_paths
 from formwork.tasks.engines.base import Completion, RequestRejected
 from formwork.tasks.engines.local import LocalEngine
 from formwork.tasks.evaluation.gold import GoldRecord, load_gold
 from formwork.tasks.evaluation.scoring import compare
-from formwork.tasks.grounding.confidence import field_confidences, value_paths
 from formwork.tasks.modes import single_pass_messages
 from formwork.tasks.prompts import formatting_messages
 from formwork.tasks.validate import judge

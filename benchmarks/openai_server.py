@@ -3,7 +3,7 @@
 Both run the same model file (the bundled SmolLM2-135M GGUF), the same pipeline (`formwork.flows.api.extract`)
 and the same settings, one record at a time, so the difference is the engine: in-process XGrammar masking
 against llama.cpp's own grammar behind HTTP. The server's logprobs come before its grammar; the
-`openai` engine renormalises them over the values the grammar allowed (`tasks.grounding.renormalise`),
+`openai` engine renormalises them over the values the grammar allowed (`tasks.confidence.renormalise`),
 and claims none where it cannot. Agreement is measured on the values both engines wrote alike and both
 gave a confidence: mean absolute difference, and the share within 0.05.
 

@@ -5,7 +5,7 @@ Retries inside a run follow what went wrong, and only where a retry can fix it:
   field): format again with those errors fed back, reusing the notes;
 - a value below its confidence bound is never a reason to retry, and never part of the feedback of a
   retry another error asked for: it is nulled (the row is `partial`), or the row fails where the field
-  is critical or cannot be null (tasks.grounding.bounds). Calibration measures first answers; a
+  is critical or cannot be null (tasks.confidence.bounds). Calibration measures first answers; a
   second draw, tested again, would escape the bound it measured;
 - the formatting pass cut at `length`: format again with twice the budget (up to a cap), never by
   sending the truncated text back;

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from formwork.schemas.paths import Path, path_text
-from formwork.tasks.grounding.bounds import Held
+from formwork.tasks.confidence.bounds import Held
 from formwork.tasks.grounding.evidence import Evidence
 
 

@@ -28,7 +28,7 @@ from formwork.schemas.paths import Path, parse_path
 from formwork.schemas.registry import Schema
 from formwork.schemas.roles import Roles
 from formwork.tasks.completeness import completeness_problems
-from formwork.tasks.grounding.confidence import value_paths
+from formwork.tasks.confidence.probability import value_paths
 from formwork.tasks.split import Part
 from formwork.tasks.validate import EMPTY_ROW, Verdict, as_written, field_errors, null_failures
 

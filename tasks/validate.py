@@ -7,7 +7,7 @@ grammar (a date that exists, a value copied from the schema's own examples).
 - ok: valid JSON, every field passes and is backed by the source text (`tasks.grounding`; a JSON-like
   example the text quotes backs nothing, `tasks.grounding.prewritten`), was chosen with the probability
   its confidence bound asks (`x-min-confidence`, the run's or a calibration's;
-  `tasks.grounding.confidence`), and both passes stopped with `stop`;
+  `tasks.confidence.probability`), and both passes stopped with `stop`;
 - partial: only non-critical fields failed; each is set to null where it stands (a path such as
   `items[2].amount`, or the nearest ancestor that may be null) and listed;
 - failed: a critical field failed, the root is wrong, a pass stopped at `length` (or aborted), or no
@@ -25,15 +25,15 @@ from typing import Any, Literal
 from formwork.schemas.conform import conform
 from formwork.schemas.paths import Path, null_target, parse_path, path_text, semantic_errors, set_null
 from formwork.schemas.registry import Schema
+from formwork.tasks.confidence.bounds import HELD, Bounds, Held, held_again, held_nulls, held_values
+from formwork.tasks.confidence.probability import field_confidences, value_paths
+from formwork.tasks.confidence.renormalise import logprob_mode, renormalised
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.grounding.absent import read_absent
 from formwork.tasks.grounding.anchors import anchored_reference
-from formwork.tasks.grounding.bounds import HELD, Bounds, Held, held_again, held_nulls, held_values
-from formwork.tasks.grounding.confidence import field_confidences, value_paths
 from formwork.tasks.grounding.copies import copies
 from formwork.tasks.grounding.evidence import Evidence, ground
 from formwork.tasks.grounding.prewritten import prewritten
-from formwork.tasks.grounding.renormalise import logprob_mode, renormalised
 from formwork.tasks.judged_values import judged_values
 
 Status = Literal["ok", "partial", "failed"]

@@ -9,8 +9,8 @@ import math
 import pytest
 
 from formwork.schemas.registry import load_schema, schema_from_body
+from formwork.tasks.confidence.probability import field_confidences, min_confidence, value_spans
 from formwork.tasks.engines.base import Completion
-from formwork.tasks.grounding.confidence import field_confidences, min_confidence, value_spans
 from formwork.tasks.validate import judge, only_guesses
 
 BUILTIN_CHAT = load_schema("chat_tag")

@@ -11,9 +11,9 @@ import pytest
 
 from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import load_schema
+from formwork.tasks.confidence.probability import field_confidences
 from formwork.tasks.engines.base import RequestRejected, Sampling
 from formwork.tasks.grounding.candidates import grounded_body
-from formwork.tasks.grounding.confidence import field_confidences
 from formwork.tasks.modes import single_pass_messages
 
 pytestmark = pytest.mark.slow

@@ -20,10 +20,10 @@ from typer.testing import CliRunner
 
 from formwork.flows.api import extract
 from formwork.flows.cli import app
+from formwork.tasks.confidence.renormalise import renormalised
 from formwork.tasks.engines import open_openai_server
 from formwork.tasks.engines.base import RequestRejected, Sampling
 from formwork.tasks.engines.openai_server import OpenAIServerEngine
-from formwork.tasks.grounding.renormalise import renormalised
 from formwork.tasks.settings import Settings
 from tests.vllm_fixture import VllmServer
 

@@ -106,7 +106,7 @@ SHOPS = ["Blackwood Hardware Supplies", "Blackwood Hardware", "Greenfield Bakery
 
 def _pick(local_engine, enum: list[str]) -> tuple[str, float, object]:
     """The bundled model picks one of `enum` for a receipt; its value, confidence and completion."""
-    from formwork.tasks.grounding.confidence import field_confidences
+    from formwork.tasks.confidence.probability import field_confidences
 
     body = {"type": "object", "properties": {"shop": {"enum": enum}}, "required": ["shop"],
             "additionalProperties": False}  # fmt: skip

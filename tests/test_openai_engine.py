@@ -24,11 +24,11 @@ from formwork.flows.api import extract
 from formwork.flows.review import ReviewItem, render_review
 from formwork.flows.runner import new_context
 from formwork.schemas.registry import load_schema
+from formwork.tasks.confidence.probability import field_confidences
+from formwork.tasks.confidence.renormalise import renormalised
 from formwork.tasks.engines import open_openai_server
 from formwork.tasks.engines.base import RequestRejected, Sampling
 from formwork.tasks.engines.openai_server import OpenAIServerEngine, schema_fields
-from formwork.tasks.grounding.confidence import field_confidences
-from formwork.tasks.grounding.renormalise import renormalised
 from formwork.tasks.settings import Settings
 from tests.misbehaving_server import MisbehavingServer
 from tests.vllm_fixture import VllmServer

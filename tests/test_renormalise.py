@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from formwork.tasks.confidence.probability import field_confidences
+from formwork.tasks.confidence.renormalise import allowed_values, logprob_mode, renormalised
 from formwork.tasks.engines.base import Completion, PreMask
-from formwork.tasks.grounding.confidence import field_confidences
-from formwork.tasks.grounding.renormalise import allowed_values, logprob_mode, renormalised
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

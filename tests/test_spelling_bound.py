@@ -21,11 +21,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from formwork.tasks.confidence.probability import field_confidences
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.engines.sampling import masked_alternatives, masked_logprob
 from formwork.tasks.engines.spelling import SPELLINGS, spelled_logprobs
 from formwork.tasks.engines.vllm_logprobs import MASKED_OUT, masked_token_logprobs
-from formwork.tasks.grounding.confidence import field_confidences
 
 PREFIX = '{"v": '  # forced: one token, probability 1
 

@@ -1,7 +1,7 @@
 """Messages for people: each field kept, dropped, refused or unsure in a few words, and what to do next.
 
 Every sentence form the judge writes has a test here (`read_error`), so a changed sentence in
-tasks/validate.py or tasks/grounding/bounds.py fails one named test; the forms the real judge writes
+tasks/validate.py or tasks/confidence/bounds.py fails one named test; the forms the real judge writes
 today are also produced by the judge itself, then stored in a real SQLite database and read back through
 `formwork results` (table, jsonl, csv) and the review page.
 """

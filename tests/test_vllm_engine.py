@@ -20,10 +20,10 @@ import jsonschema
 import pytest
 
 from formwork.schemas.registry import schema_from_body
+from formwork.tasks.confidence.probability import field_confidences
 from formwork.tasks.engines.base import Completion, Engine, EngineUnavailable, RequestRejected, Sampling
 from formwork.tasks.engines.vllm_logprobs import MASKED_OUT, masked_token_logprobs
 from formwork.tasks.engines.vllm_server import VllmServerEngine, unsupported_keywords
-from formwork.tasks.grounding.confidence import field_confidences
 from formwork.tasks.validate import judge
 from tests.misbehaving_server import MisbehavingServer
 from tests.vllm_fixture import VllmServer

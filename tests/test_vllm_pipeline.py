@@ -30,8 +30,8 @@ from formwork.db.session import session_factory
 from formwork.flows.batch_extract import batch_extract, source_label
 from formwork.schemas.registry import builtin_names, load_schema
 from formwork.tasks.calls import UNVOUCHED
+from formwork.tasks.confidence.probability import chosen, value_paths
 from formwork.tasks.engines.base import EngineError
-from formwork.tasks.grounding.confidence import chosen, value_paths
 from formwork.tasks.settings import Settings
 from tests.vllm_fixture import VllmServer
 

@@ -30,7 +30,7 @@ TopStep = tuple[str, float, tuple[tuple[str, float], ...]]  # token text, logpro
 @dataclass(frozen=True)
 class PreMask:
     """Logprobs a server reported before its grammar mask (llama.cpp's and llama-cpp-python's), with
-    the schema its grammar was built from: what `tasks.grounding.renormalise` needs to renormalise over
+    the schema its grammar was built from: what `tasks.confidence.renormalise` needs to renormalise over
     the values that schema allows. The top lists keep the server's order, which shows its collisions."""
 
     steps: tuple[TopStep, ...]

@@ -1,6 +1,6 @@
 """Where each value of a JSON text stands: a small position-tracking parse.
 
-Two readers need it: the judge, to find the tokens that wrote each value (tasks.grounding.confidence),
+Two readers need it: the judge, to find the tokens that wrote each value (tasks.confidence.probability),
 and the engines, to know where each value is decided when they credit other spellings of what was
 written (tasks.engines.spelling). It lives with the engines, below both.
 """

@@ -11,7 +11,7 @@ scores: the "`" a free answer would start with, not the "{" the grammar forced).
 steps show probability 1 (`vllm_logprobs.masked_token_logprobs`) gives `Completion.token_logprobs`
 (mode `masked`). A dialect of a server that reports them before the mask (`PRE_MASK`) gives
 `Completion.pre_mask` instead, the raw steps with the schema, renormalised over the values the grammar
-allowed by `tasks.grounding.renormalise` (mode `renormalised`, where the probe's steps spell its answer;
+allowed by `tasks.confidence.renormalise` (mode `renormalised`, where the probe's steps spell its answer;
 a value it cannot renormalise honestly has no confidence). Any other reply carries none (mode `none`),
 and a field under a bound fails closed. `check()` reports the mode the probe showed, and refuses `none`
 when the run holds any value to a confidence bound (`needs_logprobs`: a calibration or its default,

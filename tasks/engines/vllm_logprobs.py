@@ -1,7 +1,7 @@
 """Token log-probabilities from a vLLM reply, kept only when they are the grammar-masked distribution.
 
-Confidence for an enum value (tasks.grounding.confidence) is the probability the formatting pass gave it among
-the values the grammar allowed, so the log-probabilities must come from the masked distribution at
+Confidence for an enum value (tasks.confidence.probability) is the probability the formatting pass
+gave it among the values the grammar allowed, so the log-probabilities must come from the masked distribution at
 temperature 1, as the embedded engine records them. vLLM (0.32, checked on the CPU server) applies the
 grammar bitmask to the logits before its sampler, and its default `--logprobs-mode raw_logprobs` takes
 log_softmax of those masked logits before temperature and penalties: a forced token (`"` after `{`)

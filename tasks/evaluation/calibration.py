@@ -1,6 +1,6 @@
 """Calibrate `min_confidence` on gold data: how share ok trades against precision of ok, with a guarantee.
 
-Every value carries the probability the formatting pass gave it (tasks.grounding.confidence). Which
+Every value carries the probability the formatting pass gave it (tasks.confidence.probability). Which
 probability is enough depends on the schema and the model, so it is measured: for each threshold, the
 records still `ok` if every value chosen with less probability had failed, and how many of those are all
 correct. `recommended` reads the point estimate; `choose` is what `formwork eval --calibrate` stores.

@@ -36,8 +36,8 @@ from dataclasses import replace
 from typing import Any
 
 from formwork.schemas.annotations import value_types
+from formwork.tasks.confidence.probability import value_paths, value_spans
 from formwork.tasks.engines.base import Completion, LogprobMode, PreMask
-from formwork.tasks.grounding.confidence import value_paths, value_spans
 
 UNKNOWN = math.nan
 ORDER_SLACK = 1e-6  # a top list sorted best first may tie; anything further out of order is a collision

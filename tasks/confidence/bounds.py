@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from formwork.tasks.grounding.confidence import chosen, min_confidence, null_paths, value_paths
+from formwork.tasks.confidence.probability import chosen, min_confidence, null_paths, value_paths
 
 HELD = "; held to its bound, not retried"  # ends every error of a value or null below its bound
 
