@@ -1,12 +1,12 @@
 """Token log-probabilities from a vLLM reply, kept only when they are the grammar-masked distribution.
 
-Confidence for an enum value (tasks.confidence.probability) is the probability the formatting pass
-gave it among the values the grammar allowed, so the log-probabilities must come from the masked distribution at
-temperature 1, as the embedded engine records them. vLLM (0.32, checked on the CPU server) applies the
+Confidence for an enum value (tasks.confidence.probability) is the probability the formatting pass gave
+it among the values the grammar allowed, so the log-probabilities must come from the masked distribution
+at temperature 1, as the embedded engine records them. vLLM (0.32, checked on the CPU server) applies the
 grammar bitmask to the logits before its sampler, and its default `--logprobs-mode raw_logprobs` takes
-log_softmax of those masked logits before temperature and penalties: a forced token (`"` after `{`)
-comes back with logprob 0.0, and the runner-up is a masked token at -9999.0 (vLLM's stand-in for
--inf). The serve scripts pin that mode.
+log_softmax of those masked logits before temperature and penalties: a forced token (`"` after `{`) comes
+back with logprob 0.0, and the runner-up is a masked token at -9999.0 (vLLM's stand-in for -inf). The
+serve scripts pin that mode.
 
 A server launched otherwise cannot be told apart by asking it, so every reply is checked instead: its
 steps where a single token was allowed (the runner-up masked out) must carry logprob ~0. A raw,
