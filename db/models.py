@@ -124,6 +124,8 @@ class Answer:
     formatting_finish: Mapped[str | None] = mapped_column(String(20))
     attempts: Mapped[int] = mapped_column(Integer, default=1)
     evidence: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)  # tasks.grounding, per value
+    # per value: each reading's value, probability and verdict, the score, threshold, certified (tasks.decide)
+    trust: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
 
 
 class Result(Answer, Base):
@@ -249,7 +251,10 @@ class Calibration(Base):
     grounded: Mapped[bool | None] = mapped_column(Boolean)
     engine: Mapped[str] = mapped_column(String(40))
     mode: Mapped[str] = mapped_column(String(30))
-    method: Mapped[str] = mapped_column(String(40))  # least-confidence: one score per row
+    # how both passes sample (a digest) and the pipeline's version: NULL (before 0010) matches no run
+    sampling: Mapped[str | None] = mapped_column(String(16))
+    pipeline: Mapped[str | None] = mapped_column(String(40))
+    method: Mapped[str] = mapped_column(String(40))  # per-value (0010); least-confidence: one score per row
     threshold: Mapped[float | None] = mapped_column(Float)  # None: no threshold reached the target
     target: Mapped[float] = mapped_column(Float)
     level: Mapped[float] = mapped_column(Float)
@@ -261,6 +266,9 @@ class Calibration(Base):
     values_bound: Mapped[float | None] = mapped_column(Float)
     values_kept: Mapped[int | None] = mapped_column(Integer)
     values_correct: Mapped[int | None] = mapped_column(Integer)
+    # per-value: the score model and each field's claim (threshold, kept, correct, bound, level)
+    score_model: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    fields: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     gold_hash: Mapped[str] = mapped_column(String(64))
     gold_size: Mapped[int] = mapped_column(Integer)
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))

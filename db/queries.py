@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from formwork.db.calibrations import statement
 from formwork.db.models import ModelCall, Record, Result, Run, RunResult
 from formwork.tasks.calls import UNVOUCHED
 from formwork.tasks.completeness import INCOMPLETE
@@ -40,6 +41,9 @@ class RunSummary:
     empty: int = 0  # rows with no value at all (never `ok` unless the schema says `x-empty-ok`)
     unvouched: int = 0  # rows `partial` only because no calibration covers the run
     confidence: str = ""  # which calibration applied and what it guarantees (db.calibrations)
+    guarantees: dict[str, str] = field(default_factory=dict)  # per field: what is guaranteed, in a sentence
+    values: int = 0  # values and nulls held to the run's policy (one per path of every row)
+    certified: int = 0  # of those, certified
 
     @property
     def records(self) -> int:
@@ -61,7 +65,9 @@ class RunSummary:
             ("model calls", str(self.calls)),
             ("tokens in / out", f"{self.prompt_tokens} / {self.completion_tokens}"),
             ("seconds", f"{self.seconds:.1f}"),
-            *([("confidence bounds", self.confidence)] if self.confidence else []),
+            *([("values certified", f"{self.certified} of {self.values}")] if self.values else []),
+            *([("confidence", self.confidence)] if self.confidence else []),
+            *((f"guarantee: {name}", said) for name, said in self.guarantees.items()),
         ]
 
 
@@ -75,9 +81,8 @@ def run_summary(session: Session, run_id: int) -> RunSummary:
         raise LookupError(f"no run {run_id} in this database")
     summary = RunSummary(run_id, f"{run.schema_name}@v{run.schema_version}", run.state)
     if run.confidence:
-        applied = run.confidence
-        which = f"calibration {applied['calibration']}" if applied.get("calibration") else "uncalibrated"
-        summary.confidence = f"{which}, p >= {applied['threshold']:g}: {applied['guarantee']}"
+        summary.confidence = statement(run.confidence)
+        summary.guarantees = dict(run.confidence.get("fields") or {})
     of_run = RunResult.run_id == run_id
     summary.statuses = dict(
         session.execute(select(RunResult.status, func.count()).where(of_run).group_by(RunResult.status)).all()
@@ -104,9 +109,11 @@ def run_summary(session: Session, run_id: int) -> RunSummary:
         .having(func.count() > 1)  # one first attempt per part: a record read in parts has several
     )
     summary.split = session.scalar(select(func.count()).select_from(firsts.subquery())) or 0
-    for evidence, nulled, errors in session.execute(
-        select(RunResult.evidence, RunResult.nulled, RunResult.errors).where(of_run)
+    for evidence, nulled, errors, trust in session.execute(
+        select(RunResult.evidence, RunResult.nulled, RunResult.errors, RunResult.trust).where(of_run)
     ).yield_per(1000):
+        summary.values += len(trust or [])
+        summary.certified += sum(1 for t in trust or [] if t.get("certified"))
         summary.ungrounded += sum(1 for e in evidence or [] if not e.get("grounded", True))
         summary.nulled += len(nulled or [])
         summary.cut += any(e.startswith(CUT) for e in errors or [])

@@ -164,7 +164,7 @@ def _result_row(run_id: int, schema: Schema, outcome: Outcome, text_hash: str) -
         "record_id": outcome.record_id, "schema_name": schema.name, "schema_version": schema.version,
         "run_id": run_id, "text_hash": text_hash, "schema_hash": schema.digest, "status": verdict.status,
         "data": verdict.data, "errors": verdict.errors, "nulled": verdict.nulled,
-        "evidence": verdict.evidence,
+        "evidence": verdict.evidence, "trust": verdict.trust or None,
         "reasoning_finish": outcome.reasoning_finish, "formatting_finish": outcome.formatting_finish,
         "retryable": outcome.retryable, "attempts": outcome.attempts, "updated_at": utcnow(),
     })  # fmt: skip
@@ -179,6 +179,7 @@ HISTORY = (
     "formatting_finish",
     "attempts",
     "evidence",
+    "trust",
 )
 KEEP = {"ok", "partial"}  # a stored result of these statuses is never replaced by a failed one
 

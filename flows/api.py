@@ -28,7 +28,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from formwork.db.calibrations import Bounds, bounds_for, statement
+from formwork.db.calibrations import Applied, policy_for, statement
 from formwork.db.session import session_factory
 from formwork.schemas.pydantic_source import class_body
 from formwork.schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
@@ -78,17 +78,17 @@ def resolve_schema(schema: SchemaSource) -> Schema:
     )
 
 
-def applied_bounds(settings: Settings, schema: Schema, engines: tuple[Any, Any]) -> Bounds | None:
-    """The bounds `formwork run` would apply (db.calibrations.bounds_for): the configured database's
+def applied_policy(settings: Settings, schema: Schema, engines: tuple[Any, Any]) -> Applied | None:
+    """The policy `formwork run` would apply (db.calibrations.policy_for): the configured database's
     calibration (only when `db_url` is set: the API never creates a database), else a shipped one,
     else the conservative default. None when the `calibration` setting is off."""
     if not settings.calibration:
         return None
     key = calibration_key(settings, schema, engines)
     if "db_url" not in settings.model_fields_set:
-        return bounds_for(None, key, settings.min_confidence)
+        return policy_for(None, key)
     with session_factory(settings.db_url)() as session:
-        return bounds_for(session, key, settings.min_confidence)
+        return policy_for(session, key)
 
 
 def _as_row(text: str, outcome: Outcome, model_class: type[M] | None, said: str) -> Extracted[M]:
@@ -131,12 +131,12 @@ def extract(
 
     with engines_for(settings, checked.checked_body) as (reasoner, formatter):
         check_engines(reasoner, formatter)
-        bounds = applied_bounds(settings, checked, (reasoner, formatter))
+        policy = applied_policy(settings, checked, (reasoner, formatter))
         said = ""
-        if bounds is not None:
-            options = bounds.applied_to(options)
-            said = statement(bounds.applied)
-            logger.info("extract(): confidence bounds: %s", said)
+        if policy is not None:
+            options = policy.applied_to(options)
+            said = statement(policy.applied)
+            logger.info("extract(): confidence: %s", said)
 
         def one(numbered: tuple[int, Any]) -> Extracted[M]:
             number, text = numbered

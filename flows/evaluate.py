@@ -28,24 +28,19 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from formwork.db.calibrations import export_calibration, statement
+from formwork.db.calibrations import METHOD, export_calibration, statement
 from formwork.db.models import Calibration, EvalRun, ModelCall, Record, Run, RunResult
 from formwork.db.session import session_factory
 from formwork.db.store import store_records
 from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
 from formwork.schemas.registry import Schema, load_checked_schema
-from formwork.tasks.evaluation.calibration import (
-    LEVEL,
-    TARGET,
-    Point,
-    choose,
-    curve,
-    recommended,
-)
+from formwork.tasks.confidence.certify import LEVEL, TARGET, lower_bound
+from formwork.tasks.evaluation.calibration import GoldRow, calibrate, field_targets
+from formwork.tasks.evaluation.certified import field_claims, field_counts
 from formwork.tasks.evaluation.gold import GoldRecord, Half, load_gold
 from formwork.tasks.evaluation.key import CalibrationKey, calibration_key
-from formwork.tasks.evaluation.points import point_of
 from formwork.tasks.evaluation.scoring import OUTCOMES, score_record, summarise
+from formwork.tasks.evaluation.verification import check
 from formwork.tasks.evaluation.verification import verify as verify_claims
 from formwork.tasks.modes import MODES
 from formwork.tasks.presets import run_warning
@@ -75,34 +70,29 @@ def _costs(session: Session, run_id: int, records: int, mode: str) -> dict[str, 
     }
 
 
-def _score_run(session: Session, schema: Schema, run_id: int, golds: list[GoldRecord], source: str) -> dict:
+def _score_run(session: Session, schema: Schema, run_id: int, golds: list[GoldRecord], source: str
+               ) -> tuple[dict[str, Any], list[GoldRow]]:  # fmt: skip
+    """The run's report (outcomes, per-field accuracy, what it certified per field) and its rows as
+    calibration and verification read them."""
     rows = {
-        key: (status, data, nulled, evidence, errors)
-        for key, status, data, nulled, evidence, errors in session.execute(
-            select(Record.key, RunResult.status, RunResult.data, RunResult.nulled, RunResult.evidence,
-                   RunResult.errors)
+        key: (status, data, nulled, trust)
+        for key, status, data, nulled, trust in session.execute(
+            select(Record.key, RunResult.status, RunResult.data, RunResult.nulled, RunResult.trust)
             .join(RunResult, RunResult.record_id == Record.id)
             .where(Record.source == source, RunResult.run_id == run_id)
         )
     }  # fmt: skip
-    missing = ("failed", None, [], None, [])  # a record the run did not store counts as no JSON
+    missing = ("failed", None, [], None)  # a record the run did not store counts as no JSON
     scores = [score_record(schema, g.id, g.gold, *rows.get(g.id, missing)[:3]) for g in golds]
-    points = []  # what production would do with each row at each threshold (tasks.evaluation.points)
-    for g, s in zip(golds, scores, strict=True):
-        _, data, _, evidence, errors = rows.get(g.id, missing)
-        points.append(point_of(schema, s, data, errors or [], evidence))
-    calibration = curve(points)
     report = summarise(schema, scores, [g.gold for g in golds]).as_dict()
-    kept = [(g.gold[key], s.got.get(key), good) for g, s in zip(golds, scores, strict=True)
-            if s.status == "partial" and s.got for key, good in s.fields.items()
-            if s.got.get(key) is not None]  # fmt: skip
-    return report | {
-        "calibration": calibration,
-        "min_confidence": recommended(calibration),
-        "points": points,
-        "partial_kept": len(kept),
-        "partial_precision": sum(good for *_, good in kept) / len(kept) if kept else None,
-    }
+    gold_rows = [GoldRow(g.id, rows.get(g.id, missing)[3] or [], g.gold) for g in golds]
+    counts = field_counts(schema, gold_rows)
+    values, certified = sum(c.values for c in counts.values()), sum(c.certified for c in counts.values())
+    report["certified"] = {name: {"values": c.values, "certified": c.certified, "right": c.right}
+                           for name, c in counts.items()}  # fmt: skip
+    report["coverage"] = certified / values if values else None
+    report["certified_precision"] = sum(c.right for c in counts.values()) / certified if certified else None
+    return report, gold_rows
 
 
 def _gold_hash(golds: list[GoldRecord]) -> str:
@@ -111,33 +101,39 @@ def _gold_hash(golds: list[GoldRecord]) -> str:
     return hashlib.sha256(json.dumps(rows, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def _calibrate(session: Session, key: CalibrationKey, run_id: int, golds: list[GoldRecord],
-               points: list[Point], target: float) -> tuple[Calibration, dict[str, Any]]:  # fmt: skip
-    """Choose the threshold with its bound (tasks.evaluation.calibration), store it under its full key."""
-    chosen = choose(points, target)
-    row = Calibration(**key.as_dict(), method="least-confidence",
-                      threshold=chosen.threshold, target=chosen.target, level=chosen.level,
-                      bound=chosen.bound, kept=chosen.kept, correct=chosen.correct,
-                      values_bound=chosen.values_bound, values_kept=chosen.values_kept,
-                      values_correct=chosen.values_correct,
+def _calibrate(session: Session, key: CalibrationKey, run_id: int, golds: list[GoldRecord], schema: Schema,
+               rows: list[GoldRow], target: float) -> tuple[Calibration, dict[str, Any]]:  # fmt: skip
+    """Fit the score and certify each field on these gold rows; store the calibration under `key`."""
+    targets = {name: t if t != TARGET else target for name, t in field_targets(schema).items()}
+    found = calibrate(schema, rows, targets, LEVEL)
+    kept = [c for c in found.claims.values() if c.certified]
+    pooled_kept, pooled_right = sum(c.kept for c in kept), sum(c.correct for c in kept)
+    row = Calibration(**key.as_dict(), method=METHOD, threshold=None, target=target, level=LEVEL,
+                      bound=found.row_bound, kept=found.ok_rows, correct=found.ok_right,
+                      values_bound=lower_bound(pooled_right, pooled_kept, LEVEL) if pooled_kept else None,
+                      values_kept=pooled_kept, values_correct=pooled_right,
+                      fields={name: claim.as_dict() for name, claim in found.claims.items()},
+                      score_model=found.model.as_dict(),
                       gold_hash=_gold_hash(golds), gold_size=len(golds), run_id=run_id)  # fmt: skip
     session.add(row)
     session.flush()
-    return row, {"id": row.id, "threshold": chosen.threshold, "bound": chosen.bound,
-                 "guarantee": chosen.guarantee()}  # fmt: skip
+    values = sum(c.values for c in found.claims.values())
+    return row, {"id": row.id, "fields": {name: c.sentence() for name, c in found.claims.items()},
+                 "rows": found.row_sentence(target),
+                 "covered": f"{pooled_kept} of {values} gold values kept as certified"}  # fmt: skip
 
 
-def _verify(session: Session, run_id: int, report: dict[str, Any]) -> dict[str, Any]:
-    """Whether the bounds this run applied (as any run would) held on these gold records."""
+def _verify(session: Session, run_id: int, schema: Schema, rows: list[GoldRow], report: dict[str, Any]
+            ) -> dict[str, Any]:  # fmt: skip
+    """Whether the calibration this run applied (as any run would) held on these gold records."""
     run = session.get(Run, run_id)
     applied = (run.confidence if run else None) or {}
+    claims = field_claims(field_counts(schema, rows), applied)
     ok = report["ok"]
     ok_right = round((report["precision_ok"] or 0.0) * ok)
-    kept = report["partial_kept"]
-    kept_right = round((report["partial_precision"] or 0.0) * kept)
-    found = verify_claims((ok_right, ok), (kept_right, kept), applied.get("target", TARGET),
-                   applied.get("level", LEVEL))  # fmt: skip
-    return found | {"applied": statement(applied) if applied else "no confidence bound applied"}
+    rows_claim = check("rows ok", ok_right, ok, applied.get("target", TARGET), applied.get("level", LEVEL))
+    found = verify_claims(claims, rows_claim)
+    return found | {"applied": statement(applied) if applied else "no calibration applied"}
 
 
 def _export_name(key: CalibrationKey) -> str:
@@ -217,17 +213,15 @@ def evaluate(
                 ids = store_records(session, source, (InputRecord(g.id, g.text, g.meta) for g in golds))
             production = settings.model_copy(update={"mode": mode})
             key = calibration_key(production, chosen, engines)
-            measuring = production.model_copy(update={"calibration": False, "min_confidence": 0.0})
-            context = new_context(sessions, measuring if calibrate else production, chosen, engines,
-                                  flow="evaluate", source=source, redo=True)  # fmt: skip
+            context = new_context(sessions, production, chosen, engines, flow="evaluate", source=source,
+                                  redo=True, measuring=calibrate)  # fmt: skip
             run_chunks(context, chunked(ids, settings.chunk_size))
             with sessions() as session:
-                report = _score_run(session, chosen, context.run_id, golds, source)
+                report, rows = _score_run(session, chosen, context.run_id, golds, source)
                 report |= _costs(session, context.run_id, len(golds), mode)
-                points = report.pop("points")
                 report["half"] = half
                 if calibrate:
-                    row, report["calibrated"] = _calibrate(session, key, context.run_id, golds, points,
+                    row, report["calibrated"] = _calibrate(session, key, context.run_id, golds, chosen, rows,
                                                            target)  # fmt: skip
                     if export:
                         folder = Path(export)
@@ -236,7 +230,7 @@ def evaluate(
                             export_calibration(row, folder / _export_name(key))
                         )
                 if verify:
-                    report["verified"] = _verify(session, context.run_id, report)
+                    report["verified"] = _verify(session, context.run_id, chosen, rows, report)
                 report["warning"] = run_warning(settings.preset, settings.allow_chat_in_constrained)
                 row = EvalRun(batch=batch, run_id=context.run_id, gold_source=str(Path(gold).resolve()),
                               schema_name=chosen.name, schema_version=chosen.version, mode=mode,

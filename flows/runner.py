@@ -24,7 +24,7 @@ from typing import TypeVar
 from prefect import get_run_logger
 from sqlalchemy.orm import Session
 
-from formwork.db.calibrations import bounds_for
+from formwork.db.calibrations import policy_for
 from formwork.db.claims import heartbeat, mark_crashed
 from formwork.db.queries import RunSummary, run_summary
 from formwork.db.store import QueuePolicy, finish_run, start_run
@@ -33,6 +33,7 @@ from formwork.flows.chunk import RunContext, process_chunk
 from formwork.flows.prefect_env import quiet_and_redacted
 from formwork.schemas.registry import Schema
 from formwork.tasks.calls import ExtractOptions
+from formwork.tasks.confidence.policy import Policy
 from formwork.tasks.engines import check_engines, engine_kind, engines_for
 from formwork.tasks.engines.base import Engine
 from formwork.tasks.evaluation.key import calibration_key
@@ -63,8 +64,10 @@ def new_context(
     source: str,
     worker: str | None = None,
     redo: bool = False,
+    measuring: bool = False,
 ) -> RunContext:
-    """Mark dead runs crashed, write this run's row and bundle what every chunk of this run needs."""
+    """Mark dead runs crashed, write this run's row and bundle what every chunk of this run needs.
+    `measuring`: a calibration's run (`formwork eval --calibrate`): nothing certified, nothing dropped."""
     reasoner, formatter = engines
     timeout = timedelta(seconds=settings.run_lease_s)
     options = ExtractOptions.from_settings(settings)
@@ -72,10 +75,13 @@ def new_context(
     with sessions() as session:
         crashed = mark_crashed(session, timeout)
         applied = None
-        if settings.calibration:
-            bounds = bounds_for(session, calibration_key(settings, schema, engines), settings.min_confidence)
-            options = bounds.applied_to(options)
-            applied = bounds.applied
+        if measuring:
+            options = replace(options, policy=Policy("measuring"))
+            applied = {"calibration": None, "guarantee": "measuring: nothing certified, nothing dropped"}
+        elif settings.calibration:
+            policy = policy_for(session, calibration_key(settings, schema, engines))
+            options = policy.applied_to(options)
+            applied = policy.applied
         run_id = start_run(
             session,
             schema,
@@ -89,7 +95,7 @@ def new_context(
     if crashed:
         get_run_logger().warning("%d earlier runs stopped without finishing: marked crashed", crashed)
     if applied is not None:
-        logger.info("run %s confidence bounds: %s", run_id, applied["guarantee"])
+        logger.info("run %s confidence: %s", run_id, applied["guarantee"])
     warning = run_warning(settings.preset, settings.allow_chat_in_constrained)
     if warning:
         get_run_logger().warning("run %s: %s", run_id, warning)

@@ -14,7 +14,8 @@ own body (refs inlined) beside the data, every optional property whose value is 
 A null the judge put there (a value it refused, `refused`) is not the grammar's "absent": "this value
 was wrong" is not "the text has none", so it never takes a default (Pydantic `quantity: int = 1` would
 turn a refused 5 into a stored 1). It stays null where the user's schema accepts null, else it is left
-out; either way it is listed as refused, and the row that holds it is partial (or failed) already.
+out; either way it is listed as refused, and the row that holds it is partial (or failed) already. A
+required key left out that way (an unsure amount) is no bug: the row says why it is missing.
 
 Then the data is validated against the user's ORIGINAL body, not only the checked one. A failure there
 means the checked body let through what the user's schema refuses (a key-presence rule such as
@@ -136,6 +137,16 @@ class _Walk:
         ]
 
 
+def _refused_required(error: Any, refused: set[Path]) -> bool:
+    """A `required` error for keys the judge refused and left out: the row says why (it is never `ok`),
+    so the schema's refusal of it is expected, not a bug."""
+    if error.validator != "required" or not isinstance(error.instance, dict):
+        return False
+    at = tuple(error.absolute_path)
+    missing = [key for key in error.validator_value if key not in error.instance]
+    return bool(missing) and all((*at, key) in refused for key in missing)
+
+
 def conform(schema: Schema, data: Any, refused: set[Path] | None = None) -> Conformed:
     """`data` (valid against `schema.checked_body`) as `schema.body` reads it, validated there;
     `refused` holds the paths (as the checked data has them) the judge nulled."""
@@ -146,10 +157,12 @@ def conform(schema: Schema, data: Any, refused: set[Path] | None = None) -> Conf
     walk = _Walk(schema.body, {p[len(prefix) :] for p in refused or set() if p[: len(prefix)] == prefix})
     fitted = walk.fit(body, copy.deepcopy(inner), ())
     validator = walk.cls(schema.body, format_checker=walk.cls.FORMAT_CHECKER)
+    left_out = set(walk.kept_refused)
     problems = [
         f"{path_text(tuple(e.absolute_path))}: {e.message} (the schema as written refuses the output once "
         "its absent values are left out, though the checked body accepted it)"
         for e in validator.iter_errors(fitted)
+        if not _refused_required(e, left_out)
     ]
     out = {**data, ROOT_FIELD: fitted} if wrapped else fitted
     return Conformed(

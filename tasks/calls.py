@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from formwork.schemas.registry import Schema
+from formwork.tasks.confidence.policy import Policy
 from formwork.tasks.engines.base import Completion, Engine, EngineError, JsonSchema, Message, Sampling
 from formwork.tasks.fit import cut_verdict
 from formwork.tasks.grounding.anchors import anchored_reference
@@ -57,7 +58,9 @@ class ExtractOptions:
     preset: str = "greedy"  # sampling of the call that writes the JSON (tasks/presets.py)
     allow_chat_in_constrained: bool = False  # let a chat preset through the guard (warned)
     reference_date_field: str = "reference_date"  # the meta field relative dates are read against
-    ok_vouched: bool = True  # False: no calibration covers the run, so a row is at best `partial`
+    # what each value is held to after the readings (tasks.decide): a calibration's per-field thresholds,
+    # the uncalibrated default, or measuring; None: `min_confidence` alone decides (calibration off)
+    policy: Policy | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> ExtractOptions:
@@ -132,17 +135,13 @@ class Outcome:
     retryable: bool = False
     queueable: bool = True  # False when no retry can help (the input itself is unusable)
     calls: list[CallLog] = field(default_factory=list)
+    # each reading's judged verdict, the preferred first (tasks.decide keeps a field from one of them)
+    readings: dict[str, Verdict] = field(default_factory=dict)
 
-    def settle(self, options: ExtractOptions, cut_to: int | None) -> None:
-        """The kept verdict as it is stored: a cut text (`cut_to` characters) is never `ok`, nor is a
-        row that no calibration vouches for (it keeps its values and says why it is `partial`)."""
+    def settle(self, cut_to: int | None) -> None:
+        """The kept verdict as it is stored: a cut text (`cut_to` characters) is never `ok`."""
         if cut_to is not None:
             self.verdict = cut_verdict(self.verdict, cut_to)
-        if not options.ok_vouched and self.verdict.status == "ok":
-            self.verdict = self.verdict.capped(
-                f"{UNVOUCHED}: every value passes the uncalibrated bound, but only a calibration makes a "
-                "row ok (formwork eval GOLD --schema S --calibrate)"
-            )
 
 
 class Caller:

@@ -23,13 +23,18 @@ text is never `ok`. Every call, retried or not, is logged as a `CallLog` and bec
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import Schema
 from formwork.tasks.calls import BUDGET_CAP, RANK, Caller, ExtractOptions, Outcome, better
+from formwork.tasks.confidence.features import candidate_counts
+from formwork.tasks.decide import decide
 from formwork.tasks.engines.base import Completion, Engine, EngineError, Sampling
 from formwork.tasks.fit import fit_source
+from formwork.tasks.grounding.anchors import anchored_reference
+from formwork.tasks.grounding.values import dates_compete
 from formwork.tasks.long_text import check_whole, extract_long, plan_parts
 from formwork.tasks.modes import extract_single_pass
 from formwork.tasks.presets import guard, preset
@@ -37,6 +42,7 @@ from formwork.tasks.prompts import formatting_messages, reasoning_messages
 from formwork.tasks.validate import Verdict, judge
 
 logger = logging.getLogger(__name__)
+NOTES_FREE = "notes-free"  # the reading of mode two-readings made from the text and field guide alone
 
 
 def looping(text: str, window: int = 32) -> bool:
@@ -112,13 +118,49 @@ def extract_record(
         if RANK[outcome.verdict.status] == 0:
             outcome.verdict = Verdict("failed", None, [f"engine error: {exc}"])
             outcome.retryable = outcome.queueable = exc.retryable
-    outcome.settle(options, len(text) if cut else None)
+    outcome.settle(len(text) if cut else None)
     return outcome
 
 
 def input_problem(record_id: int, problem: str) -> Outcome:
     """A record the model never sees (an empty or broken text): failed, and no retry can help it."""
     return Outcome(record_id, Verdict("failed", None, [f"bad input: {problem}"]), attempts=0, queueable=False)
+
+
+def read_twice(
+    record_id: int, text: str, schema: Schema, engines: tuple[Engine, Engine], options: ExtractOptions,
+    meta: dict[str, Any] | None, outcome: Outcome,
+) -> Outcome:  # fmt: skip
+    """Mode `two-readings`: the record read without notes (the one-pass prompt, the text and the field
+    guide alone), then with them (two-pass), each judged on its own; `tasks.decide` keeps each field
+    from the reading that is surer of it. The notes-free reading comes first: its prompt is the
+    reasoning prompt's prefix, so the reasoning call finds it in the engine's cache."""
+    alone = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
+    alone = extract_single_pass(record_id, text, schema, engines[0], replace(options, mode="one-pass"),
+                                meta=meta, outcome=alone)  # fmt: skip
+    for call in alone.calls:
+        call.judged = {**(call.judged or {}), "reading": NOTES_FREE}
+    try:
+        extract_record(record_id, text, schema, *engines, replace(options, mode="two-pass"), meta, outcome)
+    finally:
+        outcome.calls[:0] = alone.calls  # paid for, and first: stored whatever happens next
+    outcome.readings = {"two-pass": outcome.verdict, NOTES_FREE: alone.verdict}
+    if alone.retryable and outcome.verdict.status == "failed":
+        outcome.retryable = True
+    return outcome
+
+
+def held_to_policy(schema: Schema, text: str, meta: dict[str, Any] | None, outcome: Outcome,
+                   options: ExtractOptions) -> Outcome:  # fmt: skip
+    """The record's row from its readings, each value held to the run's policy (tasks.decide)."""
+    if options.policy is None:
+        return outcome
+    readings = outcome.readings or {options.mode: outcome.verdict}
+    reference, anchor = anchored_reference(meta, options.reference_date_field)
+    offered = candidate_counts(options.formatting_grammar(schema, text, meta))
+    competes = dates_compete(text, reference, anchor)
+    outcome.verdict = decide(schema, readings, options.policy, offered, competes)
+    return outcome
 
 
 def extract_safely(
@@ -129,9 +171,10 @@ def extract_safely(
     options: ExtractOptions,
     meta: dict[str, Any] | None = None,
 ) -> Outcome:
-    """`extract_record`, with an unmapped fault failing this record instead of the whole batch; the
-    model calls made before the fault are kept (they were paid for, and they show what happened).
-    A text too long for the context is read in parts and merged (tasks.long_text)."""
+    """`extract_record` (or both readings, in mode `two-readings`), each value then held to the run's
+    policy, with an unmapped fault failing this record instead of the whole batch; the model calls made
+    before the fault are kept (they were paid for, and they show what happened). A text too long for
+    the context is read in parts and merged (tasks.long_text)."""
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     try:
         try:
@@ -139,11 +182,14 @@ def extract_safely(
         except EngineError:
             plan = None  # the context cannot hold the prompts: extract_record says so for the record
         if plan is not None and len(plan.parts) > 1:
-            return extract_long(
+            whole = extract_long(
                 record_id, text, schema, engines, options, plan, extract_record, meta, outcome
             )
-        whole = extract_record(record_id, text, schema, *engines, options, meta, outcome=outcome)
-        return check_whole(schema, text, whole)
+        elif options.mode == "two-readings":
+            whole = read_twice(record_id, text, schema, engines, options, meta, outcome)
+        else:
+            whole = extract_record(record_id, text, schema, *engines, options, meta, outcome=outcome)
+        return check_whole(schema, text, held_to_policy(schema, text, meta, whole, options))
     except Exception as exc:
         logger.exception("record %s: unexpected error", record_id)
         outcome.verdict = Verdict("failed", None, [f"internal error: {exc!r}"])

@@ -11,7 +11,7 @@ a reader of the calls can tell the parts apart. A part whose text shows table ro
 items is read once more (two-pass), its formatting pass told so; only that part, never the whole text.
 
 The whole record is `ok` only when every part is and the merge found no conflict, and, as for any
-row, only where a calibration vouches for the run (`Outcome.settle`). A text that needs more than
+row, only where its values are certified (tasks.decide, on the merged row). A text that needs more than
 `max_parts` parts (a megabyte pasted by mistake) is read in its first `max_parts` and cut there:
 the row says so and is never `ok`, and the run does not spend hundreds of calls on one record.
 """
@@ -56,11 +56,13 @@ def roles_of(schema: Schema) -> Roles:
 
 
 def part_options(schema: Schema, options: ExtractOptions, counted: list[Engine]) -> ExtractOptions:
-    """The options a part is read with: vouched once, for the whole; where the schema has items, a
+    """The options a part is read with: held to the run's policy once, for the whole (so no policy, and
+    one reading, two-pass, in mode `two-readings`); where the schema has items, a
     reasoning budget as large as the formatting budget (where the context holds it), because the
     reasoning restates every item the part reads. With the configured 384 tokens a 1.5B model listed
     10 of a part's 21 receipt lines, and its JSON then looped on the last two until `length`."""
-    each = replace(options, ok_vouched=True)
+    mode = "two-pass" if options.mode == "two-readings" else options.mode
+    each = replace(options, policy=None, mode=mode)
     if not roles_of(schema).items:
         return each
     reading = part_schema(schema)
@@ -180,7 +182,7 @@ def extract_long(
             outcome.attempts = max(o.attempts for o in done)
             return outcome
     judged = [(part, got.verdict) for part, got in zip(parts, done, strict=True)]
-    if options.mode == "two-pass":  # a part that gave no items is read once more, told so
+    if each.mode == "two-pass":  # a part that gave no items is read once more, told so
         for index, shown in silent_parts(roles, text, judged):
             again = read(
                 index, (f"this text shows {shown} table rows and the answer gave no items; list them",)
@@ -193,7 +195,7 @@ def extract_long(
     outcome.attempts = max(o.attempts for o in done)
     outcome.reasoning_finish = _finish(done, "reasoning_finish")
     outcome.formatting_finish = _finish(done, "formatting_finish")
-    outcome.settle(options, plan.cut_to)
+    outcome.settle(plan.cut_to)
     return outcome
 
 

@@ -28,10 +28,11 @@ from formwork.tasks.engines.base import Completion, Engine, EngineError, Message
 from formwork.tasks.fit import fit_source
 from formwork.tasks.parsing import parse_ladder
 from formwork.tasks.presets import guard, preset
-from formwork.tasks.prompts import MAX_SOURCE_CHARS, field_guide
+from formwork.tasks.prompts import reading_messages
 from formwork.tasks.validate import Verdict, judge
 
-MODES = ("two-pass", "one-pass", "one-pass-reasoning", "prompt-json")
+MODES = ("two-pass", "one-pass", "one-pass-reasoning", "prompt-json", "two-readings")
+SINGLE = ("one-pass", "one-pass-reasoning", "prompt-json")  # one call writes the JSON
 REASONING_FIELD = "reasoning"
 REASONING_MAX_CHARS = 400
 
@@ -52,20 +53,15 @@ def with_reasoning_field(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def single_pass_messages(schema: Schema, text: str, mode: str) -> list[Message]:
-    """The one prompt of a single-pass mode: the text, the field guide, and how to answer."""
+    """The one prompt of a single-pass mode: the text and the field guide as every reading opens
+    (tasks.prompts.reading_messages, so two readings of a record share their prefix), then how to answer."""
     keys = ", ".join(([REASONING_FIELD] if mode == "one-pass-reasoning" else []) + list(schema.properties))
-    ask = f"Answer with one JSON object with exactly these keys: {keys}."
+    ask = f"Answer with one JSON object with exactly these keys: {keys}. Use null when the text does not say."
     if mode == "one-pass-reasoning":
         ask += f" Use `{REASONING_FIELD}` first to quote the text and think; then fill the fields."
     if mode == "prompt-json":
-        ask += " Write only the JSON object: no prose, no code fences. Use null when the text does not say."
-    return [
-        {"role": "system", "content": "You extract facts from messages into JSON."},
-        {
-            "role": "user",
-            "content": f"Text:\n{text[:MAX_SOURCE_CHARS]}\n\nFields:\n{field_guide(schema)}\n\n{ask}",
-        },
-    ]
+        ask += " Write only the JSON object: no prose, no code fences."
+    return reading_messages(schema, text, ask)
 
 
 def _as_answer(done: Completion, mode: str) -> tuple[Completion, str | None]:
@@ -99,8 +95,8 @@ def extract_single_pass(
 
     `meta` is the record's meta (its `reference_date` grounds relative dates), as in two-pass."""
     mode = options.mode
-    if mode not in MODES[1:]:
-        raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+    if mode not in SINGLE:
+        raise ValueError(f"mode {mode!r} is not a single-pass mode: use one of {', '.join(SINGLE)}")
     body = with_reasoning_field(schema.grammar_body) if mode == "one-pass-reasoning" else schema.grammar_body
     free_budget = options.reasoning_max_tokens  # no grammar: the answer may come wrapped in prose
     budget = options.format_max_tokens or (free_budget if mode == "prompt-json" else format_budget(body))
@@ -150,5 +146,5 @@ def extract_single_pass(
         if RANK[outcome.verdict.status] == 0:
             outcome.verdict = Verdict("failed", None, [f"engine error: {exc}"])
             outcome.retryable = exc.retryable
-    outcome.settle(options, len(text) if cut else None)
+    outcome.settle(len(text) if cut else None)
     return outcome

@@ -69,23 +69,31 @@ def field_guide(schema: Schema) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def reasoning_messages(schema: Schema, text: str) -> list[Message]:
-    """Ask for free-text notes on each field, with room to quote, compute and doubt."""
+SYSTEM = "You read messages carefully and note the facts they contain. Think step by step."
+
+
+def reading_messages(schema: Schema, text: str, ask: str) -> list[Message]:
+    """The text and the field guide, then what to do with them (`ask`). Every reading of a record opens
+    the same way, so a reading that follows another finds the text and the guide already evaluated in
+    the engine's cache (the embedded engine's slots, vLLM's prefix cache) and reads only its own ask."""
     return [
-        {
-            "role": "system",
-            "content": "You read messages carefully and note the facts they contain. Think step by step.",
-        },
+        {"role": "system", "content": SYSTEM},
         {
             "role": "user",
-            "content": (
-                f"Text:\n{text[:MAX_SOURCE_CHARS]}\n\n"
-                f"Find these fields in the text:\n{field_guide(schema)}\n\n"
-                "For each field, quote what the text says and decide its value. "
-                "Say null when the text does not give it. Write plain notes, not JSON."
-            ),
+            "content": f"Text:\n{text[:MAX_SOURCE_CHARS]}\n\n"
+            f"Find these fields in the text:\n{field_guide(schema)}\n\n{ask}",
         },
     ]
+
+
+def reasoning_messages(schema: Schema, text: str) -> list[Message]:
+    """Ask for free-text notes on each field, with room to quote, compute and doubt."""
+    return reading_messages(
+        schema,
+        text,
+        "For each field, quote what the text says and decide its value. "
+        "Say null when the text does not give it. Write plain notes, not JSON.",
+    )
 
 
 def formatting_messages(

@@ -121,8 +121,10 @@ class Settings(BaseSettings):
         description="the meta field (JSONL/CSV field, SQL column) that "
         "holds the day a record was written, against which relative dates are read",
     )
-    mode: Literal["two-pass", "one-pass", "one-pass-reasoning", "prompt-json"] = Field(
-        "two-pass", description="two-pass: reason, then format under the grammar; others: see tasks/modes.py"
+    mode: Literal["two-pass", "one-pass", "one-pass-reasoning", "prompt-json", "two-readings"] = Field(
+        "two-pass",
+        description="two-pass: reason, then format under the grammar; two-readings: also read without the "
+        "notes, each field kept from the surer reading; others: see tasks/modes.py",
     )
     preset: Literal["greedy", "chat"] = Field(
         "greedy", description="sampling of the call that writes the JSON"

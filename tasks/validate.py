@@ -50,6 +50,7 @@ class Verdict:
     feedback: list[str] = field(default_factory=list)  # the errors a retry can fix, which it is told
     evidence: list[dict[str, Any]] = field(default_factory=list)  # `Evidence.as_row()` per value
     values: list[dict[str, Any]] = field(default_factory=list)  # every value and null as judged (`judged`)
+    trust: list[dict[str, Any]] = field(default_factory=list)  # per value: the readings, score, certified
 
     def least_confidence(self) -> float | None:
         """The least probability among the values and nulls this row keeps as passed; None when none

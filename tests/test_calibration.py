@@ -1,236 +1,256 @@
-"""The confidence threshold is calibrated on gold data: each threshold's share ok and precision of ok."""
+"""The guarantee per value, certified per field: the bound, the split across fields, the score fitted on
+two readings, the policy a run applies, shipped files and what makes them refused. Hand-made gold rows
+and real SQLite/PostgreSQL; no model (the pipeline's runs are tested in test_calibrated_run.py)."""
 
 from __future__ import annotations
 
+import json
+import random
+
 import pytest
 
-from formwork.tasks.evaluation.calibration import (
-    Point,
-    choose,
-    curve,
-    least_confidence,
+from formwork.schemas.registry import load_schema
+from formwork.tasks.confidence.certify import (
+    FieldClaim,
+    Scored,
+    certify,
+    certify_field,
+    field_level,
     lower_bound,
-    recommended,
+    values_needed,
 )
+from formwork.tasks.confidence.features import features
+from formwork.tasks.confidence.policy import Policy, _compared
+from formwork.tasks.confidence.readings import PathReading
+from formwork.tasks.confidence.score import ScoreModel, fit
+from formwork.tasks.evaluation.calibration import GoldRow, calibrate, schema_fields
+from formwork.tasks.evaluation.key import CalibrationKey
 
-
-def test_least_confidence_is_the_weakest_chosen_value() -> None:
-    evidence = [{"path": "who", "confidence": None}, {"path": "currency", "confidence": 0.9},
-                {"path": "category", "confidence": 0.4}]  # fmt: skip
-    assert least_confidence(evidence) == 0.4
-    assert least_confidence([{"path": "who"}]) is None and least_confidence(None) is None
-
-
-def test_the_curve_trades_share_ok_for_precision_and_names_the_lowest_threshold() -> None:
-    points = [
-        Point(ok=True, correct=True, least=0.95), Point(ok=True, correct=True, least=0.85),
-        Point(ok=True, correct=False, least=0.55), Point(ok=True, correct=False, least=0.35),
-        Point(ok=False, correct=False, least=0.99), Point(ok=True, correct=True, least=None),
-    ]  # fmt: skip
-    rows = {r["threshold"]: r for r in curve(points, (0.0, 0.5, 0.6, 0.9))}
-    assert rows[0.0]["share_ok"] == pytest.approx(5 / 6) and rows[0.0]["precision_ok"] == pytest.approx(3 / 5)
-    assert rows[0.5]["precision_ok"] == pytest.approx(3 / 4)
-    assert rows[0.6]["share_ok"] == pytest.approx(3 / 6) and rows[0.6]["precision_ok"] == 1.0
-    assert recommended(list(rows.values())) == 0.6
-    assert (
-        recommended([{"threshold": 0.0, "precision_ok": 0.5}, {"threshold": 0.9, "precision_ok": None}])
-        is None
-    )
+EXPENSE = load_schema("expense")
 
 
 def test_the_lower_bound_is_the_clopper_pearson_quantile_computed_by_hand() -> None:
-    # all right: P(all n right | p) = p^n = 0.10 gives p = 0.1^(1/n)
     assert lower_bound(45, 45) == pytest.approx(0.1 ** (1 / 45)) and lower_bound(45, 45) > 0.95
-    assert lower_bound(44, 44) == pytest.approx(0.1 ** (1 / 44)) and lower_bound(44, 44) < 0.95
-    # one right of ten: P(X >= 1 | p) = 1 - (1 - p)^10 = 0.10 gives p = 1 - 0.9^(1/10)
-    assert lower_bound(1, 10) == pytest.approx(1 - 0.9**0.1)
-    # nine of ten: P(X >= 9) = 10 p^9 (1 - p) + p^10 = 0.10, which p = 0.66315 solves
+    assert lower_bound(44, 44) < 0.95  # 44 all right are one too few for 95% at 90%
+    # 9 of 10 right: P(X >= 9 | p) = 0.1 at the bound, by the binomial sum
     p = lower_bound(9, 10)
-    assert 10 * p**9 * (1 - p) + p**10 == pytest.approx(0.10) and p == pytest.approx(0.66315, abs=1e-5)
+    assert 10 * p**9 * (1 - p) + p**10 == pytest.approx(0.1, abs=1e-9)
     assert lower_bound(0, 10) == 0.0 and lower_bound(0, 0) == 0.0
 
 
-def test_calibration_on_a_hand_made_gold_set_keeps_the_bound_not_the_point_estimate() -> None:
-    """50 rows sure and right (least 0.97), 4 wrong at 0.85, 6 right at 0.6, 5 not ok.
-
-    At 0.95 or above: 50/50 right, bound 0.1^(1/50) = 0.955 >= 0.95, so those pass; at 0.9 the same
-    50 rows; at 0.8: 50/54 right, bound < 0.95: the sequence stops, and 0.9 is chosen. The point
-    estimate at 0.6 (56/60 = 93%) and at 0.8 (93%) never reached 95% anyway; at 0.99 nothing is kept.
-    """
-    points = ([Point(True, True, 0.97)] * 50 + [Point(True, False, 0.85)] * 4
-              + [Point(True, True, 0.6)] * 6 + [Point(False, False, 0.99)] * 5)  # fmt: skip
-    chosen = choose(points)
-    assert chosen.threshold == 0.9 and (chosen.correct, chosen.kept) == (50, 50)
-    assert chosen.bound == pytest.approx(0.1 ** (1 / 50))
-    assert "precision of ok >= 0.955 at 90% confidence" in chosen.guarantee()
+def test_the_level_is_split_across_the_schemas_fields_so_a_field_needs_more_values() -> None:
+    assert values_needed(0.95, 0.9) == 45  # one claim alone
+    assert field_level(0.9, 6) == pytest.approx(1 - 0.1 / 6)
+    assert values_needed(0.95, field_level(0.9, 6)) == 80  # six claims that hold together
+    assert schema_fields(EXPENSE.checked_body) == ["who", "date", "amount", "currency", "category", "project"]
+    receipt = load_schema("receipt")
+    assert any("[]." in name for name in schema_fields(receipt.checked_body))  # items[].name and the like
 
 
-def test_too_few_gold_rows_certify_nothing_even_when_every_one_is_right() -> None:
-    chosen = choose([Point(True, True, 0.99)] * 44)  # 0.1^(1/44) = 0.9490
-    assert chosen.threshold is None and chosen.bound == pytest.approx(0.1 ** (1 / 44))
-    assert "no threshold reaches" in chosen.guarantee()
-    assert choose([Point(True, True, 0.99)] * 44, target=0.9).threshold == 0.0  # the loosest passes
+def _scored(field: str, right: int, wrong: int, score: float = 0.999) -> list[Scored]:
+    return [Scored(field, score, True)] * right + [Scored(field, score, False)] * wrong
 
 
-def test_a_threshold_must_also_certify_the_values_partial_rows_keep() -> None:
-    """50 rows ok and sure (0.97); 45 partial rows keep a right value at 0.95 (and drop a wrong one at
-    0.5); 3 partial rows keep a wrong value at 0.92. Rows alone certify every threshold down to 0.0
-    (50/50 at each); the values stop the sequence at 0.9 (45/48 right, bound < 0.95), so 0.95 is
-    chosen, where the 45 kept values give 0.1^(1/45) = 0.9501."""
-    points = ([Point(True, True, 0.97)] * 50
-              + [Point(False, False, None, ((0.95, True), (0.5, False)))] * 45
-              + [Point(False, False, None, ((0.92, False),))] * 3)  # fmt: skip
-    chosen = choose(points)
-    assert chosen.threshold == 0.95 and (chosen.values_correct, chosen.values_kept) == (45, 45)
-    assert chosen.values_bound == pytest.approx(0.1 ** (1 / 45))
-    assert chosen.bound == pytest.approx(0.1 ** (1 / 50))
-    assert "values kept in partial rows >= 0.950 (45/45 right)" in chosen.guarantee()
-    assert choose(points[:50]).threshold == 0.0  # the same rows without the partial ones
-    rows = {r["threshold"]: r for r in curve(points, (0.9, 0.95))}
-    assert rows[0.9]["partial_kept"] == 48 and rows[0.9]["partial_precision"] == pytest.approx(45 / 48)
-    assert rows[0.95]["partial_kept"] == 45 and rows[0.95]["partial_precision"] == 1.0
+def test_a_field_is_certified_at_the_lowest_threshold_that_still_reaches_its_target() -> None:
+    values = _scored("amount", 90, 0, 0.999) + _scored("amount", 30, 0, 0.95) + _scored("amount", 10, 10, 0.6)
+    claim = certify_field("amount", values, 0.95, 0.9)
+    # 0.7 keeps the same 120 right values as 0.95 (none scored between); 0.6 would add 10 wrong ones
+    assert claim.threshold == 0.7 and (claim.kept, claim.correct, claim.values) == (120, 120, 140)
+    assert claim.bound == pytest.approx(lower_bound(120, 120)) and claim.consistent()
+    assert "values kept at score >= 0.7 are right" in claim.sentence()
 
 
-def test_a_row_ok_at_the_threshold_keeps_its_values_under_precision_of_ok_not_as_partial() -> None:
-    sure = Point(True, True, 0.8, ((0.8, True), (0.9, True)))
-    assert sure.kept(0.7) == [] and sure.kept(0.85) == [True]  # at 0.85 it is partial: 0.9 kept
-    assert Point(False, False, None, ((None, False),)).kept(0.99) == [False]  # no confidence: kept
+@pytest.mark.parametrize(
+    "values",
+    [
+        _scored("date", 44, 0),  # every value right, but too few to tell at 95%
+        _scored("date", 200, 20),  # plenty, but 91% right at every threshold
+        [Scored("date", None, True)] * 100,  # no probability: never scored, never kept
+    ],
+)
+def test_a_field_that_cannot_reach_its_target_is_never_certified(values: list[Scored]) -> None:
+    claim = certify_field("date", values, 0.95, 0.9)
+    assert claim.threshold is None and not claim.certified and claim.kept == 0
+    assert claim.sentence().startswith("date: not certifiable at 95%")
+    policy = Policy("calibrated", ScoreModel({}, 20.0), {"date": claim})  # a score of ~1 for every value
+    judged = policy.judge("date", "two-pass", PathReading("2024-03-03", 1.0, "passed", "exact", True), None,
+                          1, False, False)  # fmt: skip
+    assert not judged.certified and judged.why == "its field is not certified"
 
 
-def test_values_of_rows_production_fails_are_not_counted_as_kept() -> None:
-    """Defect 4: 50 rows ok and sure; 45 partial rows keep a right value at 0.95; 5 rows that failed
-    anyway (a refused critical field) hold a wrong value at 0.96; 5 rows hold a wrong value at 0.96 and
-    a critical value at 0.5. Counting every row not ok stopped the sequence at 0.95 (45/55 right) and
-    chose 0.99. Counted as production keeps them: the failed rows never keep a value, and the others
-    only where their critical value meets the threshold (0.5 and below: 45/50 right), so 0.6 is chosen."""
-    points = ([Point(True, True, 0.9995)] * 50
-              + [Point(False, False, None, ((0.95, True),))] * 45
-              + [Point(False, False, None, ((0.96, False),), failed=True)] * 5
-              + [Point(False, False, None, ((0.96, False),), critical=0.5)] * 5)  # fmt: skip
-    chosen = choose(points)
-    assert chosen.threshold == 0.6 and (chosen.values_correct, chosen.values_kept) == (45, 45)
-    rows = {r["threshold"]: r for r in curve(points, (0.3, 0.95))}
-    assert rows[0.95]["partial_kept"] == 45 and rows[0.3]["partial_kept"] == 50
-    assert Point(False, False, None, ((0.9, True),), critical=0.5).kept(0.6) == []
-    assert Point(False, False, None, ((0.9, True),), critical=0.5).kept(0.5) == [True]
+def test_the_claims_of_all_fields_hold_together_so_each_is_tested_at_its_share() -> None:
+    values = _scored("a", 60, 0) + _scored("b", 100, 0)
+    claims = certify(values, ["a", "b", "c"])
+    assert claims["a"].level == pytest.approx(1 - 0.1 / 3)  # 60 all right: enough for one claim alone
+    assert not claims["a"].certified and claims["b"].certified and not claims["c"].certified
 
 
-def test_a_point_is_built_from_the_stored_row_as_production_decides() -> None:
-    from formwork.schemas.registry import load_schema
-    from formwork.tasks.evaluation.points import point_of
-    from formwork.tasks.evaluation.scoring import score_record
-
-    expense = load_schema("expense")
-    critical = sorted(expense.critical_fields)[0]
-    other = next(k for k in expense.properties if k not in expense.critical_fields)
-    gold = {key: None for key in expense.properties}
-    data = dict.fromkeys(expense.properties) | {critical: "x", other: "y"}
-    evidence = [{"path": critical, "confidence": 0.4}, {"path": other, "confidence": 0.97}]
-    refused = point_of(expense, score_record(expense, "a", gold, "failed", data), data,
-                       [f"{critical}: not in the text"], evidence)  # fmt: skip
-    assert refused.failed and refused.kept(0.0) == []
-    partial = point_of(expense, score_record(expense, "a", gold, "partial", data, [other]), data,
-                       [f"{other}: not in the text"], evidence)  # fmt: skip
-    assert not partial.failed and partial.critical == 0.4
-    assert partial.kept(0.5) == [] and len(partial.kept(0.3)) == 2  # below 0.5 the critical value fails it
-    assert point_of(expense, score_record(expense, "a", gold, "failed", None), None, ["no JSON"], None).failed
+def _two(two_pass: tuple, notes_free: tuple) -> dict[str, dict]:
+    """A trust entry's readings: (value, probability) for each reading."""
+    return {name: PathReading(value, p, "passed" if value is not None else "null", "exact", True).as_dict()
+            for name, (value, p) in (("two-pass", two_pass), ("notes-free", notes_free))}  # fmt: skip
 
 
-def _key(**changes: object):
-    from formwork.schemas.registry import load_schema
-    from formwork.tasks.evaluation.key import CalibrationKey
+def _gold_rows(count: int, seed: int = 7) -> list[GoldRow]:
+    """Records whose readings agree and are right, and records where the two-pass reading is sure and
+    wrong while the notes-free one is right: the case the second reading is for."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(count):
+        gold = {"who": f"Person {i}"}
+        if i % 3 == 0:  # the notes dropped the person: two-pass null at 0.97, notes-free reads the name
+            readings = _two((None, 0.97), (f"Person {i}", 0.6 + 0.3 * rng.random()))
+        else:
+            p = 0.9 + 0.1 * rng.random()
+            readings = _two((f"Person {i}", p), (f"Person {i}", p))
+        trust = [{"path": "who", "field": "who", "readings": readings, "offered": 10, "competes": False}]
+        rows.append(GoldRow(f"r{i}", trust, gold))
+    return rows
 
-    expense = load_schema("expense")
-    base = dict(schema_name=expense.name, schema_version=expense.version, schema_hash=expense.digest,
-                model="m", model_hash="a" * 64, engine="local", mode="two-pass", grounded=True,
-                reasoning_model="m")  # fmt: skip
-    return CalibrationKey(**(base | changes))  # type: ignore[arg-type]
+
+def test_two_pass_sure_and_wrong_with_notes_free_right_scores_lower_than_agreement() -> None:
+    found = calibrate(EXPENSE, _gold_rows(150))
+    model = found.model
+    sure_wrong = PathReading(None, 0.97, "null", "null")
+    right = PathReading("Tom", 0.8, "passed", "exact", True)
+    disagree = model.score(features("who", "two-pass", sure_wrong, right, 10, False))
+    agree = model.score(features("who", "two-pass", PathReading("Tom", 0.97, "passed", "exact", True),
+                                 PathReading("Tom", 0.97, "passed", "exact", True), 10, False))  # fmt: skip
+    assert disagree < 0.5 < agree
+    assert model.weights.get("agree", 0.0) > 0  # agreement is what tells them apart
 
 
-def _row(key, **values: object):
+def test_the_score_never_falls_as_a_probability_or_agreement_rises() -> None:
+    """Monotone: data that would ask for a negative weight on a probability gets none."""
+    rows = [{"own": v, "agree": 1.0} for v in (4.0, 5.0, 6.0)] * 20 + [{"own": -2.0, "agree": 0.0}] * 20
+    right = [False] * 60 + [True] * 20  # higher probability wrong, lower right: a perverse gold
+    model = fit(rows, right)
+    assert model.weights.get("own", 0.0) >= 0 and model.weights.get("agree", 0.0) >= 0
+    assert ScoreModel.from_dict(json.loads(json.dumps(model.as_dict()))) == model
+
+
+def test_a_bound_and_a_probability_never_print_as_equal() -> None:
+    assert _compared(0.98996, 0.99) == "score 0.98996 < 0.99"
+    assert _compared(0.9899, 0.99, "p") == "p 0.9899 < 0.99"
+    assert _compared(0.5, 0.99) == "score 0.50 < 0.99"
+
+
+def _key(**changes: object) -> CalibrationKey:
+    fields = dict(schema_name="expense", schema_version=3, schema_hash="a" * 64, model="m",
+                  model_hash="f" * 64, engine="local", mode="two-readings", grounded=True,
+                  reasoning_model="m", sampling="s1", pipeline="r1.f1.p0")  # fmt: skip
+    return CalibrationKey(**(fields | changes))  # type: ignore[arg-type]
+
+
+def _row(key: CalibrationKey, **values: object):
     from formwork.db.models import Calibration
 
-    fields = dict(method="least-confidence", threshold=0.9, target=0.95, level=0.9, bound=0.955, kept=50,
-                  correct=50, gold_hash="0" * 64, gold_size=60)  # fmt: skip
+    share = field_level(0.9, 1)
+    claim = FieldClaim("who", 0.95, share, 100, 0.9, 90, 90, lower_bound(90, 90, share))
+    fields = dict(method="per-value", threshold=None, target=0.95, level=0.9, bound=lower_bound(40, 40),
+                  kept=40, correct=40, values_bound=None, values_kept=90, values_correct=90,
+                  fields={"who": claim.as_dict()}, score_model=ScoreModel({"own": 1.0}).as_dict(),
+                  gold_hash="0" * 64, gold_size=100)  # fmt: skip
     return Calibration(**(key.as_dict() | fields | values))
 
 
-def test_a_runs_sentence_states_the_bound_on_kept_values_or_that_there_is_none(any_db_url: str) -> None:
-    """And a calibration that never measured kept values lowers the bound of rows, not of values."""
-    from formwork.db.calibrations import bounds_for
-    from formwork.db.session import session_factory
-
-    sessions = session_factory(any_db_url)
-    for values, said, bound in [
-        ({"values_bound": 0.951, "values_kept": 46, "values_correct": 46}, " >= 0.951 (46/46)", 0.9),
-        ({}, ": no bound (not measured)", 0.99),  # a calibration from before migration 0008
-        ({"values_kept": 0, "values_correct": 0}, ": no bound (none kept on the gold records)", 0.99),
-    ]:
-        with sessions() as session:
-            session.add(_row(_key(), **values))
-            session.commit()
-            found = bounds_for(session, _key())
-        guarantee = found.applied["guarantee"]
-        assert "precision of ok >= 0.955" in guarantee and f"values kept in partial rows{said}" in guarantee
-        assert (found.values, found.choices) == (bound, 0.9)
-
-
 ELSEWHERE = [{"mode": "one-pass"}, {"grounded": False}, {"model_hash": "b" * 64}, {"reasoning_model": "big"},
-             {"engine": "vllm"}, {"schema_hash": "c" * 64}]  # fmt: skip
+             {"engine": "vllm"}, {"schema_hash": "c" * 64}, {"sampling": "s2"},
+             {"pipeline": "r2.f1.p0"}]  # fmt: skip
 
 
 @pytest.mark.parametrize("other", ELSEWHERE)
 def test_a_calibration_applies_to_its_own_key_only(any_db_url: str, other: dict) -> None:
-    """Defect 3: made in one mode (or grounding, model file, reasoning model), it applies to no other."""
-    from formwork.db.calibrations import NEVER, bounds_for
+    """Made in one mode (or grounding, model file, reasoning model, sampling, pipeline), it applies to no
+    other: chat sampling or a longer reasoning budget, or a newer build, would change every probability."""
+    from formwork.db.calibrations import policy_for
     from formwork.db.session import session_factory
 
     with session_factory(any_db_url)() as session:
-        session.add(mine := _row(_key(), threshold=0.5))
+        session.add(mine := _row(_key()))
         session.commit()
-        assert bounds_for(session, _key()).applied["calibration"] == mine.id
-        assert bounds_for(session, _key()).vouched
-        elsewhere = bounds_for(session, _key(**other))
-    assert elsewhere.applied["calibration"] is None and elsewhere.choices == NEVER
-    assert not elsewhere.vouched and "so no row is ok" in elsewhere.applied["guarantee"]
+        found = policy_for(session, _key())
+        assert found.applied["calibration"] == mine.id and found.vouched
+        assert found.applied["fields"]["who"].startswith("who: values kept at score >= 0.9")
+        elsewhere = policy_for(session, _key(**other))
+    assert elsewhere.applied["calibration"] is None and not elsewhere.vouched
+    assert "so no row is ok" in elsewhere.applied["guarantee"]
 
 
-def test_a_calibration_from_before_0009_no_longer_applies_and_the_summary_says_so(any_db_url: str) -> None:
-    from formwork.db.calibrations import bounds_for
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        ({"pipeline": "r0.f1.p0"}, "was measured by pipeline r0.f1.p0 and this build is r1.f1.p0"),
+        ({"sampling": "s0"}, "was measured with other sampling or budgets"),
+        ({"method": "least-confidence", "pipeline": None, "sampling": None}, "certifies rows, not values"),
+    ],
+)
+def test_a_stale_calibration_no_longer_applies_and_the_summary_says_why(
+    any_db_url: str, changes: dict, said: str
+) -> None:
+    from formwork.db.calibrations import policy_for
     from formwork.db.session import session_factory
 
     with session_factory(any_db_url)() as session:
-        session.add(old := _row(_key(), model_hash=None, reasoning_model=None, grounded=None))
+        session.add(old := _row(_key(), **changes))
         session.commit()
-        found = bounds_for(session, _key())
-    assert found.applied["calibration"] is None and found.values == 0.99
-    said = found.applied["guarantee"]
-    assert f"calibration {old.id} was made before calibrations named the model file" in said
+        found = policy_for(session, _key())
+    assert found.applied["calibration"] is None
+    assert f"calibration {old.id} " in found.applied["guarantee"] and said in found.applied["guarantee"]
 
 
 def test_a_shipped_calibration_applies_without_a_database_and_one_of_the_users_overrides_it(
     any_db_url: str, tmp_path, monkeypatch
 ) -> None:
-    from formwork.db.calibrations import bounds_for, export_calibration, statement
+    from formwork.db.calibrations import export_calibration, policy_for, statement
     from formwork.db.session import session_factory
     from formwork.tasks.evaluation import shipped
 
     monkeypatch.setattr(shipped, "SHIPPED", tmp_path)
     with session_factory(any_db_url)() as session:
-        session.add(made := _row(_key(), threshold=0.8, values_bound=0.96, values_kept=60, values_correct=60))
+        session.add(made := _row(_key()))
         session.commit()
         export_calibration(made, tmp_path / "expense.json")
         session.delete(made)
         session.commit()
-        assert shipped.read_shipped(tmp_path / "expense.json")["gold_size"] == 60
-        applied = bounds_for(session, _key()).applied  # a database without one of its own: the shipped one
-        assert applied["calibration"] == "shipped in expense.json" and applied["threshold"] == 0.8
-        assert statement(applied).startswith("calibration shipped in expense.json, p >= 0.8: precision of ok")
-        assert bounds_for(None, _key()).applied["calibration"] == "shipped in expense.json"
-        assert bounds_for(None, _key(mode="one-pass")).applied["calibration"] is None  # the full key only
-        session.add(own := _row(_key(), threshold=0.95, values_bound=0.96, values_kept=60, values_correct=60))
+        assert shipped.read_shipped(tmp_path / "expense.json")["gold_size"] == 100
+        applied = policy_for(session, _key()).applied  # a database without one of its own: the shipped one
+        assert applied["calibration"] == "shipped in expense.json"
+        assert statement(applied).startswith("calibration shipped in expense.json: 1 of 1 fields certified")
+        assert policy_for(None, _key()).applied["calibration"] == "shipped in expense.json"
+        assert policy_for(None, _key(mode="one-pass")).applied["calibration"] is None  # the full key only
+        session.add(own := _row(_key()))
         session.commit()
-        assert bounds_for(session, _key()).applied["calibration"] == own.id  # the user's own gold wins
+        assert policy_for(session, _key()).applied["calibration"] == own.id  # the user's own gold wins
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda d: d["fields"]["who"].update(kept=30, correct=30),  # too few values behind the threshold
+        lambda d: d["fields"]["who"].update(correct=80),  # 80/90 right cannot certify 95%
+        lambda d: d["fields"]["who"].update(bound=0.99),  # a bound its counts do not reach
+        lambda d: d["fields"]["who"].update(level=0.5),  # a level that is not the field's share
+        lambda d: d.update(bound=0.99),  # the rows' bound edited
+        lambda d: d.update(score_model={"weights": "none"}),
+    ],
+)
+def test_a_shipped_file_whose_numbers_do_not_certify_is_refused(tmp_path, damage) -> None:
+    from datetime import datetime
+
+    from formwork.db.calibrations import shipped_data
+    from formwork.tasks.evaluation.shipped import ShippedProblem, find_shipped
+
+    row = _row(_key())
+    row.id, row.created_at = 1, datetime(2026, 12, 4)
+    data = shipped_data(row)
+    (tmp_path / "good.json").write_text(json.dumps(data))
+    assert find_shipped(_key(), tmp_path)["fields"]["who"]["threshold"] == 0.9
+    damage(data)
+    (tmp_path / "good.json").unlink()
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(ShippedProblem, match=r"refused|cannot be read"):
+        find_shipped(_key(), tmp_path)
 
 
 def test_a_shipped_file_without_its_key_is_refused(tmp_path) -> None:
@@ -242,30 +262,32 @@ def test_a_shipped_file_without_its_key_is_refused(tmp_path) -> None:
 
 
 def test_the_model_file_hash_tells_two_files_of_one_name_apart_and_is_computed_once(tmp_path) -> None:
+    import hashlib
+
     from formwork.tasks.engines import fingerprint
 
     first, second = tmp_path / "a" / "model.gguf", tmp_path / "b" / "model.gguf"
     for path, body in ((first, b"weights one"), (second, b"weights two")):
         path.parent.mkdir()
         path.write_bytes(body)
-    import hashlib
-
     assert fingerprint.file_hash(first) == hashlib.sha256(b"weights one").hexdigest()
     assert fingerprint.file_hash(first) != fingerprint.file_hash(second)
     misses = fingerprint._digest.cache_info().misses
     fingerprint.file_hash(first)
-    assert fingerprint._digest.cache_info().misses == misses  # cached by path, size and mtime
+    assert fingerprint._digest.cache_info().misses == misses  # cached
     second.write_bytes(b"weights three")  # a changed file is hashed again
     assert fingerprint.file_hash(second) == hashlib.sha256(b"weights three").hexdigest()
 
 
-def test_verification_says_held_broken_or_too_few_rows_to_tell() -> None:
-    from formwork.tasks.evaluation.verification import rows_to_tell, upper_bound, verify
+def test_verification_says_held_broken_or_too_few_to_tell_per_field() -> None:
+    from formwork.tasks.evaluation.verification import check, verify
 
-    assert rows_to_tell(0.95, 0.9) == 45
-    assert upper_bound(9, 10) == pytest.approx(1 - lower_bound(1, 10)) and upper_bound(3, 3) == 1.0
-    assert verify((45, 45), (0, 0))["verdict"] == "held"  # no value kept: that claim was not tested
-    assert verify((30, 30), (0, 0))["verdict"] == "too few rows to tell"
-    assert verify((2, 10), (50, 50))["verdict"] == "broken"  # 20% of ok rows right: upper bound < 95%
-    said = verify((60, 60), (40, 60))
-    assert said["verdict"] == "broken" and "values kept in partial rows: 40/60 right" in said["statement"]
+    share = field_level(0.9, 2)
+    held, few = check("amount", 80, 80, 0.95, share, 100), check("who", 30, 30, 0.95, share, 100)
+    assert held.verdict == "held" and few.verdict == "too few rows to tell"
+    broken = check("date", 40, 60, 0.95, share, 100)
+    assert broken.verdict == "broken"  # 67% right: the upper bound is below 95%
+    rows = check("rows ok", 10, 12, 0.95, 0.9)
+    assert verify([held, few], rows)["verdict"] == "too few rows to tell"
+    said = verify([held, broken], rows)
+    assert said["verdict"] == "broken" and "date: 40/60 right, 60/100 kept" in said["statement"]

@@ -51,11 +51,12 @@ EXPECTED_COLUMNS = {
         "text_hash": "str(64)", "schema_hash": "str(64)", "status": "str(10)", "data": "json?",
         "errors": "json", "nulled": "json", "reasoning_finish": "str(20)?", "formatting_finish": "str(20)?",
         "retryable": "bool", "attempts": "int", "updated_at": "timestamptz", "evidence": "json?",
+        "trust": "json?",
     },
     "run_results": {
         "id": "int", "run_id": "int", "record_id": "int", "status": "str(10)", "data": "json?",
         "errors": "json", "nulled": "json", "reasoning_finish": "str(20)?", "formatting_finish": "str(20)?",
-        "attempts": "int", "evidence": "json?", "created_at": "timestamptz",
+        "attempts": "int", "evidence": "json?", "trust": "json?", "created_at": "timestamptz",
     },
     "record_claims": {
         "id": "int", "record_id": "int", "schema_name": "str(100)", "schema_version": "int", "run_id": "int",
@@ -80,7 +81,8 @@ EXPECTED_COLUMNS = {
     "calibrations": {
         "id": "int", "schema_name": "str(100)", "schema_version": "int", "schema_hash": "str(64)",
         "model": "str(200)", "model_hash": "str(64)?", "reasoning_model": "str(200)?", "grounded": "bool?",
-        "engine": "str(40)", "mode": "str(30)", "method": "str(40)",
+        "engine": "str(40)", "mode": "str(30)", "sampling": "str(16)?", "pipeline": "str(40)?",
+        "method": "str(40)", "score_model": "json?", "fields": "json?",
         "threshold": "float?", "target": "float", "level": "float", "bound": "float", "kept": "int",
         "correct": "int", "values_bound": "float?", "values_kept": "int?", "values_correct": "int?",
         "gold_hash": "str(64)", "gold_size": "int", "run_id": "int?",

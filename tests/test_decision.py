@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -29,7 +28,7 @@ from formwork.schemas.annotations import grounding_problems
 from formwork.schemas.lint import lint_schema
 from formwork.schemas.pydantic_source import class_body
 from formwork.schemas.registry import schema_from_body
-from formwork.tasks.calls import UNVOUCHED, ExtractOptions, Outcome
+from formwork.tasks.calls import ExtractOptions, Outcome
 from formwork.tasks.engines.base import Completion, Sampling
 from formwork.tasks.extract import extract_record
 from formwork.tasks.fit import CUT, cut_verdict
@@ -353,51 +352,42 @@ def test_the_summary_counts_cut_texts_and_empty_rows(any_db_url: str) -> None:
     assert ("rows with no value at all", "1") in summary.rows()
 
 
-# --- 26, the default: no calibration, no `ok` -----------------------------------------------------------
+# --- 26, the default: no calibration, no `ok` (tasks.decide; the policy's rules: tests/test_decide.py) --
 # Measured with Qwen2.5-Coder-1.5B on the contact gold (BENCHMARKS section 28): with every value at
 # p >= 0.99 and no calibration, 59% of the rows the default let be `ok` had a wrong field.
 
 
-@pytest.mark.parametrize("mode", ["two-pass", "one-pass"])
-def test_a_row_no_calibration_vouches_for_is_partial_with_its_values_kept(mode: str) -> None:
-    def run(formatted: Completion, options: ExtractOptions) -> Outcome:
-        if mode == "two-pass":
-            return extract_record(1, TEXT, SCHEMA, NOTES, Scripted(formatted), options)
-        return extract_single_pass(1, TEXT, SCHEMA, Scripted(formatted), options)
-
-    vouched = ExtractOptions(mode=mode, grounded_decoding=False, **BOUNDS)
-    unvouched = replace(vouched, ok_vouched=False)
-    whole = run(SURE, vouched)
-    assert whole.verdict.status == "ok", whole.verdict.errors
-    held = run(SURE, unvouched)
-    assert held.verdict.status == "partial" and held.verdict.data == whole.verdict.data
-    assert held.verdict.nulled == [] and held.verdict.errors[-1].startswith(UNVOUCHED)
-    assert "--calibrate" in held.verdict.errors[-1]
-    below = run(answer(**ALL_NULL), unvouched)
-    assert not any(e.startswith(UNVOUCHED) for e in below.verdict.errors)  # only an `ok` row is held
-
-
 def test_the_uncalibrated_default_holds_every_entry_point_to_partial() -> None:
-    from formwork.db.calibrations import bounds_for
+    from formwork.db.calibrations import policy_for
     from formwork.tasks.evaluation.key import CalibrationKey
 
-    key = CalibrationKey("decision_test", 1, SCHEMA.digest, "m", "0" * 64, "local", "two-pass", True, "m")
-    options = bounds_for(None, key).applied_to(ExtractOptions())
-    assert not options.ok_vouched and options.min_confidence == 0.99
+    key = CalibrationKey(
+        "decision_test", 1, SCHEMA.digest, "m", "0" * 64, "local", "two-pass", True, "m", "s", "p"
+    )
+    options = policy_for(None, key).applied_to(ExtractOptions())
+    assert options.policy is not None and options.policy.kind == "uncalibrated" and not options.policy.vouched
 
 
 def test_the_summary_counts_rows_held_for_want_of_a_calibration(any_db_url: str) -> None:
+    from formwork.tasks.confidence.policy import Policy
+    from formwork.tasks.extract import extract_safely
+
+    plain = schema_from_body({**BODY, "properties": {k: v for k, v in BODY["properties"].items()
+                                                     if k != "category"}, "required": ["who", "amount"]},
+                             "plain.json")  # fmt: skip
+    sure = answer(who=("Maria", 0.999), amount=(42.8, 0.999))
     with session_factory(any_db_url)() as session:
         ids = store_records(
             session, "decision.jsonl", [InputRecord(f"v{i}", f"{TEXT} v{i}", {}) for i in range(2)]
         )
-        options = ExtractOptions(grounded_decoding=False, ok_vouched=False, **BOUNDS)
-        outcomes = [extract_record(i, TEXT, SCHEMA, NOTES, Scripted(SURE), options) for i in ids]
-        run_id = start_run(session, SCHEMA, **RUN)
-        save_outcomes(session, run_id, SCHEMA, outcomes, QueuePolicy())
+        options = ExtractOptions(grounded_decoding=False, policy=Policy("uncalibrated"))
+        outcomes = [extract_safely(i, TEXT, plain, (NOTES, Scripted(sure)), options) for i in ids]
+        run_id = start_run(session, plain, **RUN)
+        save_outcomes(session, run_id, plain, outcomes, QueuePolicy())
         summary = run_summary(session, run_id)
     assert summary.statuses == {"partial": 2} and summary.unvouched == 2
     assert ("partial only for want of a calibration", "2") in summary.rows()
+    assert ("values certified", "4 of 4") in summary.rows()  # kept, unchecked: none is certified for ok
 
 
 @pytest.mark.parametrize("status", ["partial", "failed"])

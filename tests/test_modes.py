@@ -53,7 +53,7 @@ def test_reasoning_field_comes_first_and_is_required() -> None:
 
 
 def test_unknown_mode_is_refused(local_engine) -> None:
-    with pytest.raises(ValueError, match="unknown mode 'three-pass'"):
+    with pytest.raises(ValueError, match="mode 'three-pass' is not a single-pass mode"):
         extract_record(1, "x", load_schema("expense"), local_engine, local_engine,
                        ExtractOptions(mode="three-pass"))  # fmt: skip
 

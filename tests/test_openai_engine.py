@@ -26,9 +26,11 @@ from formwork.flows.runner import new_context
 from formwork.schemas.registry import load_schema
 from formwork.tasks.confidence.probability import field_confidences
 from formwork.tasks.confidence.renormalise import renormalised
+from formwork.tasks.confidence.score import ScoreModel
 from formwork.tasks.engines import open_openai_server
 from formwork.tasks.engines.base import RequestRejected, Sampling
 from formwork.tasks.engines.openai_server import OpenAIServerEngine, schema_fields
+from formwork.tasks.evaluation.key import pipeline_version, sampling_digest
 from formwork.tasks.settings import Settings
 from tests.misbehaving_server import MisbehavingServer
 from tests.vllm_fixture import VllmServer
@@ -147,13 +149,15 @@ def test_an_openai_run_never_applies_another_engines_calibration(db_url: str) ->
     engine = OpenAIServerEngine("http://127.0.0.1:9/v1", "smollm2-gguf", dialect="json_object+schema")
     sessions = session_factory(db_url)
 
-    def calibration(kind: str, threshold: float) -> Calibration:
+    def calibration(kind: str) -> Calibration:
+        settings = Settings(engine="openai")
         return Calibration(schema_name=expense.name, schema_version=expense.version,
                            schema_hash=expense.digest, model="smollm2-gguf", engine=kind, mode="two-pass",
                            model_hash=None, grounded=True, reasoning_model="smollm2-gguf",
-                           method="least-confidence", threshold=threshold, target=0.95, level=0.9,
-                           bound=0.96, kept=50, correct=50, values_bound=0.96, values_kept=60,
-                           values_correct=60, gold_hash="0" * 64, gold_size=60)  # fmt: skip
+                           sampling=sampling_digest(settings), pipeline=pipeline_version(),
+                           method="per-value", threshold=None, target=0.95, level=0.9, bound=0.0,
+                           kept=0, correct=0, fields={}, score_model=ScoreModel().as_dict(),
+                           gold_hash="0" * 64, gold_size=60)  # fmt: skip
 
     def applied() -> dict[str, Any]:
         settings = Settings(engine="openai")
@@ -165,13 +169,13 @@ def test_an_openai_run_never_applies_another_engines_calibration(db_url: str) ->
 
     with sessions() as session:  # the same model name under the embedded, vLLM and bare openai kinds
         kinds = ("local", "vllm", "openai", "openai:json_schema")
-        session.add_all([calibration(kind, 0.1) for kind in kinds])
+        session.add_all([calibration(kind) for kind in kinds])
         session.commit()
     assert applied()["calibration"] is None  # the conservative default, not theirs
     with sessions() as session:
-        session.add(mine := calibration("openai:json_object+schema", 0.3))
+        session.add(mine := calibration("openai:json_object+schema"))
         session.commit()
-    assert (applied()["calibration"], applied()["threshold"]) == (mine.id, 0.3)
+    assert applied()["calibration"] == mine.id
 
 
 @pytest.mark.llama_server

@@ -41,7 +41,8 @@ def test_gold_set_matches_its_schema(name: str) -> None:
         jsonschema.validate(full, schema.body, format_checker=jsonschema.FormatChecker())
         for key in QUOTED[name]:
             value = row["gold"].get(key)
-            assert value is None or value in row["text"], (row["id"], key, value)
+            spaced = " ".join(row["text"].split())  # a name may break across a card's lines
+            assert value is None or value in row["text"] or value in spaced, (row["id"], key, value)
 
 
 @pytest.mark.parametrize(

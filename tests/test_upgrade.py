@@ -124,11 +124,15 @@ def test_a_database_with_data_upgrades_from_every_revision(any_db_url: str, revi
         with reader_factory(any_db_url)() as session:
             (old,) = session.scalars(select(Calibration)).all()
             assert (old.threshold, old.bound, old.values_bound, old.values_kept) == (0.9, 0.955, None, None)
-        # nor a model file, grounded decoding or a reasoning model (0009): it matches no run, which says so
-        from formwork.db.calibrations import bounds_for
+        # it certified rows, not values per field, and names no sampling or pipeline (0010): it matches no
+        # run, which says so
+        from formwork.db.calibrations import policy_for
         from formwork.tasks.evaluation.key import CalibrationKey
 
-        key = CalibrationKey("x", 1, "x", "x", None, "x", "x", True, "x")
+        key = CalibrationKey("x", 1, "x", "x", None, "x", "x", True, "x", "s", "p")
         with session_factory(any_db_url)() as session:
-            applied = bounds_for(session, key).applied
-        assert applied["calibration"] is None and "calibration 1 was made before" in applied["guarantee"]
+            applied = policy_for(session, key).applied
+        assert (
+            applied["calibration"] is None
+            and "calibration 1 certifies rows, not values" in applied["guarantee"]
+        )

@@ -17,6 +17,14 @@ def _percent(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.0f}%"
 
 
+def _claim(claim: dict[str, Any]) -> str:
+    covered = f", {claim['kept']}/{claim['values']} kept" if claim.get("values") else ""
+    if not claim["kept"]:
+        return f"{claim['name']}: none kept{covered}"
+    return (f"{claim['name']}: {claim['correct']}/{claim['kept']} right{covered}, interval "
+            f"{claim['lower']:.3f} to {claim['upper']:.3f}: {claim['verdict']}")  # fmt: skip
+
+
 def print_reports(reports: dict[str, dict[str, Any]]) -> None:
     """The tables: outcomes and costs per mode, per-field accuracy per mode, enum confusion."""
     modes = list(reports)
@@ -31,8 +39,8 @@ def print_reports(reports: dict[str, dict[str, Any]]) -> None:
     rows += [
         ("share ok", lambda r: _percent(r["share_ok"])),
         ("precision of ok", lambda r: _percent(r["precision_ok"])),
-        ("precision of values kept in partial rows",
-         lambda r: f"{_percent(r.get('partial_precision'))} of {r.get('partial_kept', 0)}"),
+        ("values certified (coverage)", lambda r: _percent(r.get("coverage"))),
+        ("precision of certified values", lambda r: _percent(r.get("certified_precision"))),
         ("tokens / record (in+out)",
          lambda r: f"{r['prompt_tokens_per_record']:.0f}+{r['completion_tokens_per_record']:.0f}"),
         ("seconds / record", lambda r: f"{r['wall_seconds_per_record']:.1f}"),
@@ -59,24 +67,23 @@ def print_reports(reports: dict[str, dict[str, Any]]) -> None:
             for gold_label, row in sorted(confusion.items()):
                 table.add_row(gold_label, *(str(row.get(p, "")) for p in predicted))
             out.print(table)
-        if report.get("calibration"):
-            table = Table(title=f"{mode} · min_confidence: share ok against precision of ok")
-            for column in ("threshold", "share ok", "precision of ok", "values kept in partial rows"):
-                table.add_column(column, justify="right")
-            for row in report["calibration"]:
-                kept = f"{_percent(row.get('partial_precision'))} of {row.get('partial_kept', 0)}"
-                table.add_row(
-                    f"{row['threshold']:g}", _percent(row["share_ok"]), _percent(row["precision_ok"]), kept
-                )
+        certified = report.get("certified") or {}
+        if certified:
+            table = Table(title=f"{mode} · certified values per field (coverage, precision)")
+            for column in ("field", "values", "certified", "coverage", "right", "precision"):
+                table.add_column(column, justify="right" if column != "field" else "left")
+            for name, c in certified.items():
+                coverage = c["certified"] / c["values"] if c["values"] else None
+                precision = c["right"] / c["certified"] if c["certified"] else None
+                counted = (str(c["values"]), str(c["certified"]), _percent(coverage), str(c["right"]))
+                table.add_row(name, *counted, _percent(precision))
             out.print(table)
-            chosen = report.get("min_confidence")
-            out.print(f"{mode}: lowest min_confidence with precision of ok >= 95%: "
-                      + (f"{chosen:.2f}" if chosen is not None else "none reaches it"))  # fmt: skip
         if report.get("calibrated"):
             done = report["calibrated"]
-            out.print(f"{mode}: calibration {done['id']} stored: "
-                      + (f"min_confidence {done['threshold']:g}, " if done["threshold"] is not None else "")
-                      + done["guarantee"])  # fmt: skip
+            out.print(f"{mode}: calibration {done['id']} stored ({done['covered']}):")
+            for sentence in done["fields"].values():
+                out.print(f"  {sentence}")
+            out.print(f"  {done['rows']}")
             if done.get("exported"):
                 out.print(f"{mode}: written for shipping to {done['exported']}")
         if report.get("verified"):
@@ -84,7 +91,10 @@ def print_reports(reports: dict[str, dict[str, Any]]) -> None:
             out.print(f"{mode}: applied {checked['applied']}")
             out.print(f"{mode}: verification on {report['records']} gold records"
                       + (f" ({report['half']} half)" if report.get("half") else "")
-                      + f": {checked['statement']}")  # fmt: skip
+                      + f": {checked['verdict']}")  # fmt: skip
+            for claim in checked["fields"]:
+                out.print(f"  {_claim(claim)}")
+            out.print(f"  {_claim(checked['rows'])} (measured)")
         if report.get("warning"):
             err.print(f"[yellow]warning:[/] {report['warning']}")
 
@@ -99,10 +109,15 @@ def eval_gold(
     limit: Annotated[int | None, typer.Option(help="score only the first N gold records")] = None,
     chart: Annotated[Path | None, typer.Option(help="where to write the chart (PNG)")] = None,
     calibrate: Annotated[
-        bool, typer.Option(help="choose and store the confidence threshold that certifies --target")
+        bool, typer.Option(help="fit the score and store a threshold per field that certifies --target")
     ] = False,
     target: Annotated[
-        float, typer.Option(min=0.5, max=0.999, help="precision of ok to certify (90% one-sided bound)")
+        float,
+        typer.Option(
+            min=0.5,
+            max=0.999,
+            help="each field's precision to certify (x-target overrides; fields together at 90% confidence)",
+        ),
     ] = 0.95,
     verify: Annotated[
         bool, typer.Option(help="apply the calibration a run would apply and say whether its bound held")

@@ -1,177 +1,187 @@
-"""Calibrate `min_confidence` on gold data: how share ok trades against precision of ok, with a guarantee.
+"""Calibrate on gold: fit the score, and certify a threshold per field (tasks.confidence.certify).
 
-Every value carries the probability the formatting pass gave it (tasks.confidence.probability). Which
-probability is enough depends on the schema and the model, so it is measured: for each threshold, the
-records still `ok` if every value chosen with less probability had failed, and how many of those are all
-correct. `recommended` reads the point estimate; `choose` is what `formwork eval --calibrate` stores.
+`formwork eval --calibrate` runs the gold records while measuring (nothing certified, nothing dropped):
+each stored row keeps, per value path, what every reading said (`trust`). From those rows and the gold:
 
-The method, and why one record score rather than a threshold per field: precision of ok is a property of
-a row (every field right), so the score is the row's least confidence, and one threshold on it is one
-field bound applied to every value (least >= t exactly when every value >= t). A threshold per field
-would be a search over a product of grids, and every extra choice made on the same few gold records
-spends the guarantee. The guarantee: precision of ok >= `target` with one-sided confidence `level`
-(a Clopper-Pearson lower bound, the beta quantile from mpmath). Thresholds are tested in a fixed
-sequence from the strictest down, each at the full level (one that keeps no row claims nothing and is
-passed over), stopping at the first that fails; the lowest that passed is chosen. Fixed-sequence
-testing keeps the chance of choosing a threshold whose true precision is below target at most
-1 - level, so looking at the curve does not void the bound. It holds for records like the gold set's,
-and needs enough of them: with every kept row right, 45 rows give a
-lower bound of 0.1^(1/45) = 0.9501, so a gold set under 45 records cannot certify 95% at 90%.
+1. every reading's value at every path becomes one example: its features (tasks.confidence.features)
+   and whether it is right (the gold's value at that path, compared by the field's rule);
+2. the score model (tasks.confidence.score) is fitted on all of them, and, for choosing thresholds,
+   refitted once per fold without that fold's records, so each record is scored by a model that
+   never saw it (cross-fitting);
+3. each record's row is rebuilt as a run would build it (tasks.confidence.choose: each field from the
+   reading whose least sure value scores highest, under the model that did not see the record), and
+   each kept value is one trial of its field: its score and whether it is right;
+4. each field gets the lowest threshold that certifies its target (tasks.confidence.certify), the
+   level split across the schema's fields.
 
-A `partial` row promises that what it keeps is good, so a threshold must also certify the values kept
-in rows that are `partial` at it, exactly as production decides (not a row it fails: no JSON, a
-refused critical field, or a critical value below the threshold; in those rows, each value whose
-confidence meets the threshold, or has none): the
-same Clopper-Pearson bound on their precision, at the same level. A threshold passes only when each
-claim it makes holds (rows, where it keeps any; values, where it keeps any): an intersection-union
-test, which needs no correction for testing two claims. The values' bound treats each kept value as
-one trial; values of one row are not independent (a bad reasoning pass spoils several), so it is
-read as the precision per value, not a bound per row.
+The row's claim is measured beside: the rows a run would store `ok` at those thresholds (every value
+certified) and how many are entirely right; it is certified only where there are enough such rows
+to tell (`values_needed`), and otherwise says how many it would need.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-THRESHOLDS = (0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999)
-TARGET = 0.95
-LEVEL = 0.90  # one-sided confidence of the bound on precision of ok
+from formwork.schemas.paths import node_at, parse_path
+from formwork.schemas.registry import Schema
+from formwork.tasks.confidence.certify import (
+    LEVEL,
+    TARGET,
+    FieldClaim,
+    Scored,
+    certify,
+    lower_bound,
+    values_needed,
+)
+from formwork.tasks.confidence.choose import choose, top_key
+from formwork.tasks.confidence.features import features
+from formwork.tasks.confidence.policy import Judged
+from formwork.tasks.confidence.readings import PathReading
+from formwork.tasks.confidence.score import ScoreModel, fit, fold_models, fold_of
+from formwork.tasks.evaluation.scoring import compare
+
+TrustRows = list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
-class Point:
-    """One scored record, measured with no bound: its status, whether every scored field is right, its
-    least confident choice, its stored values, and what makes production fail it at a threshold."""
+class GoldRow:
+    """One gold record's stored row as measured: its id, its `trust` rows, and the gold answer."""
 
-    ok: bool
-    correct: bool
-    least: float | None  # None: no enum or boolean value with a probability
-    values: tuple[tuple[float | None, bool], ...] = ()  # each stored value: its confidence, whether right
-    failed: bool = False  # failed whatever the bound: no JSON, a refused critical field, a cut pass
-    critical: float | None = None  # the least confidence of a critical field's value: below the bound fails
-
-    def is_ok(self, threshold: float) -> bool:
-        return self.ok and (self.least is None or self.least >= threshold)
-
-    def fails(self, threshold: float) -> bool:
-        """Whether production fails this row at `threshold`: failed anyway, or a critical value below it."""
-        return self.failed or (self.critical is not None and self.critical < threshold)
-
-    def kept(self, threshold: float) -> list[bool]:
-        """Whether each value this row keeps as `partial` at `threshold` is right: none when the row is
-        ok there (precision of ok counts it) or failed there (production stores none of its values)."""
-        if self.is_ok(threshold) or self.fails(threshold):
-            return []
-        return [right for confidence, right in self.values if confidence is None or confidence >= threshold]
-
-
-def least_confidence(evidence: Iterable[dict[str, Any]] | None) -> float | None:
-    found = [e["confidence"] for e in evidence or [] if e.get("confidence") is not None]
-    return min(found) if found else None
-
-
-def field_confidence(evidence: Iterable[dict[str, Any]] | None, key: str) -> float | None:
-    """The least confidence of the values under the top-level field `key` (itself, `key.x`, `key[0]`)."""
-    return least_confidence(
-        e for e in evidence or [] if e["path"] == key or e["path"].startswith((f"{key}.", f"{key}["))
-    )
-
-
-def curve(points: Sequence[Point], thresholds: Sequence[float] = THRESHOLDS) -> list[dict[str, Any]]:
-    """Share ok, precision of ok, and the values partial rows keep, at each threshold (None precision:
-    nothing left)."""
-    rows = []
-    for threshold in thresholds:
-        kept = [p for p in points if p.is_ok(threshold)]
-        values = [right for p in points for right in p.kept(threshold)]
-        rows.append({
-            "threshold": threshold,
-            "share_ok": len(kept) / max(len(points), 1),
-            "precision_ok": sum(p.correct for p in kept) / len(kept) if kept else None,
-            "partial_kept": len(values),
-            "partial_precision": sum(values) / len(values) if values else None,
-        })  # fmt: skip
-    return rows
-
-
-def recommended(rows: Sequence[dict[str, Any]], target: float = TARGET) -> float | None:
-    """The lowest threshold whose precision of ok reaches `target`, if any does."""
-    reaching = (r["threshold"] for r in rows if r["precision_ok"] is not None and r["precision_ok"] >= target)
-    return next(reaching, None)
-
-
-def lower_bound(correct: int, kept: int, level: float = LEVEL) -> float:
-    """One-sided Clopper-Pearson lower bound on a proportion: the p at which `correct` or more right out
-    of `kept` has probability 1 - level. 0 when nothing was kept or right."""
-    if kept == 0 or correct == 0:
-        return 0.0
-    alpha = 1.0 - level
-    if correct == kept:
-        return alpha ** (1.0 / kept)  # the closed form of the same quantile
-    import mpmath
-
-    def tail(p: Any) -> Any:  # P(X >= correct | p) for X ~ Binomial(kept, p)
-        return mpmath.betainc(correct, kept - correct + 1, 0, p, regularized=True) - alpha
-
-    return float(mpmath.findroot(tail, (0, 1), solver="illinois"))
+    record: str
+    trust: TrustRows
+    gold: dict[str, Any]
 
 
 @dataclass(frozen=True)
-class Choice:
-    """What a calibration chose: the threshold (None: none reaches the target), and its evidence."""
+class Calibrated:
+    """What a calibration found: the score model, each field's claim, and the rows' measured claim."""
 
-    threshold: float | None
-    kept: int  # rows ok at that threshold (at the strictest one when none passed)
-    correct: int
-    bound: float  # the lower bound on precision of ok reached there
-    target: float = TARGET
-    level: float = LEVEL
-    values_kept: int = 0  # values partial rows keep there
-    values_correct: int = 0
-    values_bound: float | None = None  # the lower bound on their precision; None: none kept
+    model: ScoreModel
+    claims: dict[str, FieldClaim]
+    ok_rows: int
+    ok_right: int
+    level: float
 
-    def guarantee(self) -> str:
-        values = (
-            f"values kept in partial rows >= {self.values_bound:.3f} ({self.values_correct}/"
-            f"{self.values_kept} right)"
-            if self.values_bound is not None
-            else "no value kept in partial rows"
-        )
-        if self.threshold is None:
-            return (
-                f"no threshold reaches precision of ok {self.target:.0%} at {self.level:.0%} "
-                f"confidence (best lower bound {self.bound:.3f}, {self.correct}/{self.kept} right; {values})"
-            )
-        rows = (
-            f"precision of ok >= {self.bound:.3f} at {self.level:.0%} confidence (target "
-            f"{self.target:.0%}; {self.correct}/{self.kept} gold rows right at least confidence "
-            f">= {self.threshold:g})"
-            if self.kept
-            else f"no gold row ok at least confidence >= {self.threshold:g}, at {self.level:.0%} confidence"
-        )
-        return f"{rows}; {values}"
+    @property
+    def row_bound(self) -> float:
+        return lower_bound(self.ok_right, self.ok_rows, self.level)
+
+    def row_sentence(self, target: float) -> str:
+        needed = values_needed(target, self.level)
+        shown = f"{self.ok_right}/{self.ok_rows} ok rows entirely right"
+        if self.ok_rows < needed:
+            return (f"rows: {shown}; not certified ({needed} ok rows all right would be needed to certify "
+                    f"{target:.0%} at {self.level:.0%})")  # fmt: skip
+        verdict = "certified" if self.row_bound >= target else "not certified"
+        return f"rows: {shown}, lower bound {self.row_bound:.3f}: {verdict} at {target:.0%}"
 
 
-def choose(
-    points: Sequence[Point], target: float = TARGET, level: float = LEVEL,
-    thresholds: Sequence[float] = THRESHOLDS,
-) -> Choice:  # fmt: skip
-    """The lowest threshold whose lower bounds (rows ok, values kept) reach `target`, by fixed-sequence
-    testing (see above)."""
-    found: Choice | None = None
-    for threshold in sorted(thresholds, reverse=True):
-        kept = [p for p in points if p.is_ok(threshold)]
-        values = [right for p in points for right in p.kept(threshold)]
-        if not kept and not values:
-            continue  # a threshold that keeps nothing makes no claim: nothing to test, nothing spent
-        correct = sum(p.correct for p in kept)
-        bound = lower_bound(correct, len(kept), level)
-        values_bound = lower_bound(sum(values), len(values), level) if values else None
-        here = Choice(threshold, len(kept), correct, bound, target, level, len(values), sum(values),
-                      values_bound)  # fmt: skip
-        if (kept and bound < target) or (values_bound is not None and values_bound < target):
-            return found or replace(here, threshold=None)
-        found = here
-    return found or Choice(None, 0, 0, 0.0, target, level)
+def schema_fields(body: Any, path: str = "") -> list[str]:
+    """Every field that holds values, as a path without item indices (`items[].amount`)."""
+    if not isinstance(body, dict):
+        return [path] if path else []
+    if isinstance(body.get("properties"), dict):
+        return [f for key, node in body["properties"].items()
+                for f in schema_fields(node, f"{path}.{key}" if path else key)]  # fmt: skip
+    if isinstance(body.get("items"), dict):
+        return schema_fields(body["items"], f"{path}[]")
+    return [path] if path else []
+
+
+def gold_at(gold: Any, path: str) -> Any:
+    for part in parse_path(path):
+        if isinstance(part, int):
+            gold = gold[part] if isinstance(gold, list) and part < len(gold) else None
+        else:
+            gold = gold.get(part) if isinstance(gold, dict) else None
+    return gold
+
+
+def _paths(row: dict[str, Any]) -> dict[str, PathReading]:
+    return {name: PathReading.from_dict(found) for name, found in row["readings"].items()}
+
+
+def examples(schema: Schema, rows: Sequence[GoldRow]) -> tuple[list[dict[str, float]], list[bool], list[str]]:
+    """(features, right, record) of every reading's usable value at every stored path."""
+    found: tuple[list[dict[str, float]], list[bool], list[str]] = ([], [], [])
+    for row in rows:
+        for entry in row.trust:
+            node = node_at(schema.checked_body, parse_path(entry["path"])) or {}
+            right_value = gold_at(row.gold, entry["path"])
+            readings = _paths(entry)
+            for name, mine in readings.items():
+                if not mine.usable:
+                    continue
+                other = next((r for n, r in readings.items() if n != name), None)
+                found[0].append(
+                    features(entry["field"], name, mine, other, entry["offered"], entry["competes"])
+                )
+                found[1].append(compare(node, right_value, mine.value))
+                found[2].append(row.record)
+    return found
+
+
+def kept_values(schema: Schema, row: GoldRow, model: ScoreModel, claims: dict[str, FieldClaim] | None = None
+                ) -> list[tuple[str, float | None, bool]]:  # fmt: skip
+    """(field, score, right) of every value a run would keep for this record under `model`: each top-level
+    field from the reading `choose` prefers, as `tasks.decide` builds the row. A field no reading holds
+    counts as one value never kept."""
+    by_reading: dict[str, dict[str, PathReading]] = {}
+    entries = {entry["path"]: entry for entry in row.trust}
+    for path, entry in entries.items():
+        for name, reading in _paths(entry).items():
+            by_reading.setdefault(name, {})[path] = reading
+
+    def decide(path: str, name: str, mine: PathReading, other: PathReading | None) -> Judged:
+        entry = entries[path]
+        score = model.score(features(entry["field"], name, mine, other, entry["offered"], entry["competes"]))
+        claim = (claims or {}).get(entry["field"])
+        threshold = claim.threshold if claim else None
+        return Judged(score, threshold, threshold is not None and score >= threshold)
+
+    kept = []
+    for key in dict.fromkeys(top_key(f) for f in schema_fields(schema.checked_body)):
+        name, decisions = choose(key, by_reading, decide)
+        if name is None:
+            kept += [(f, None, False) for f in schema_fields(schema.checked_body) if top_key(f) == key
+                     and "[]" not in f]  # fmt: skip
+            continue
+        for path, decision in decisions.items():
+            node = node_at(schema.checked_body, parse_path(path)) or {}
+            right = compare(node, gold_at(row.gold, path), by_reading[name][path].value)
+            kept.append((entries[path]["field"], decision.score, right))
+    return kept
+
+
+def calibrate(schema: Schema, rows: Sequence[GoldRow], targets: dict[str, float] | None = None,
+              level: float = LEVEL) -> Calibrated:  # fmt: skip
+    """Fit the score on `rows` and certify each field of `schema` (see the module docstring)."""
+    x, right, records = examples(schema, rows)
+    model, by_fold = fit(x, right), fold_models(x, right, records)
+    scored = []
+    per_row = []
+    for row in rows:
+        kept = kept_values(schema, row, by_fold[fold_of(row.record)])
+        scored += [Scored(f, score, good) for f, score, good in kept]
+        per_row.append(kept)
+    fields = schema_fields(schema.checked_body)
+    targets = targets or field_targets(schema)
+    claims = certify(scored, fields, targets, level)
+    ok = [kept for kept in per_row if kept and all(
+        score is not None and claims[f].threshold is not None and score >= claims[f].threshold  # type: ignore[operator]
+        for f, score, _ in kept)]  # fmt: skip
+    return Calibrated(model, claims, len(ok), sum(all(good for *_, good in kept) for kept in ok), level)
+
+
+def field_targets(schema: Schema) -> dict[str, float]:
+    """Each field's target: its `x-target` where the schema sets one, else TARGET."""
+    found = {}
+    for name in schema_fields(schema.checked_body):
+        node = node_at(schema.checked_body, parse_path(name.replace("[]", "[0]"))) or {}
+        target = node.get("x-target")
+        number = isinstance(target, int | float) and not isinstance(target, bool)
+        found[name] = float(target) if number else TARGET
+    return found

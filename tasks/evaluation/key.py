@@ -4,20 +4,34 @@ A threshold measured on one model's probabilities certifies nothing about anothe
 is matched on the schema (name, version, body hash), the formatting model (its name and, for a model
 file, its sha256: two files may share a name), the engine kind (bf16 on vLLM is surer of its wrong
 labels than a Q4 copy in-process), the mode, grounded decoding (which changes every value's
-candidates) and the reasoning model (whose notes the formatting pass reads). A run, an eval and a
-shipped calibration all build their key here, so they cannot disagree on what a match is.
+candidates), the reasoning model (whose notes the formatting pass reads), how both passes sample
+(`sampling`: a threshold certified on 384-token greedy notes says nothing of 1,024-token ones, nor of
+chat sampling in the formatting call) and the pipeline's version (`pipeline`: the prompts and the
+readers that decide which values are offered and accepted; a calibration stored by an older build no
+longer applies after an upgrade that changes them). A run, an eval and a shipped calibration all
+build their key here, so they cannot disagree on what a match is.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import asdict, dataclass
+from functools import cache
 from typing import Any
 
 from formwork.schemas.registry import Schema
+from formwork.tasks.confidence.features import FEATURES_VERSION
 from formwork.tasks.engines import engine_kind
 from formwork.tasks.engines.base import Engine
 from formwork.tasks.engines.fingerprint import model_hash
+from formwork.tasks.grounding.candidates import READERS_VERSION
+from formwork.tasks.modes import SINGLE, single_pass_messages
+from formwork.tasks.prompts import formatting_messages, reasoning_messages
 from formwork.tasks.settings import Settings
+
+SAMPLED = ("reasoning_temperature", "reasoning_repetition_penalty", "reasoning_max_tokens",
+           "format_max_tokens", "max_attempts", "preset", "allow_chat_in_constrained")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -31,6 +45,8 @@ class CalibrationKey:
     mode: str
     grounded: bool
     reasoning_model: str
+    sampling: str  # sampling_digest: both passes' sampling and budgets
+    pipeline: str  # pipeline_version: the prompts, the readers and the score's features
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -40,7 +56,8 @@ class CalibrationKey:
         file = f" (file sha256 {self.model_hash[:12]})" if self.model_hash else ""
         return (f"{self.schema_name}@v{self.schema_version}, {self.model}{file} on {self.engine}, "
                 f"{self.mode}, grounded decoding {'on' if self.grounded else 'off'}, "
-                f"reasoning by {self.reasoning_model}")  # fmt: skip
+                f"reasoning by {self.reasoning_model}, sampling {self.sampling}, "
+                f"pipeline {self.pipeline}")  # fmt: skip
 
 
 def calibration_key(settings: Settings, schema: Schema, engines: tuple[Engine, Engine]) -> CalibrationKey:
@@ -49,4 +66,25 @@ def calibration_key(settings: Settings, schema: Schema, engines: tuple[Engine, E
     return CalibrationKey(
         schema.name, schema.version, schema.digest, formatter.model, model_hash(formatter),
         engine_kind(settings, formatter), settings.mode, settings.grounded_decoding, reasoner.model,
+        sampling_digest(settings), pipeline_version(),
     )  # fmt: skip
+
+
+def sampling_digest(settings: Settings) -> str:
+    """A short hash of how both passes sample and how much they may write (`SAMPLED`)."""
+    chosen = {name: getattr(settings, name) for name in SAMPLED}
+    return hashlib.sha256(json.dumps(chosen, sort_keys=True).encode()).hexdigest()[:12]
+
+
+@cache
+def pipeline_version() -> str:
+    """The readers' version (bumped by hand when they change which values are offered or accepted) and a
+    hash of every prompt template (written out on a fixed schema and text) and the score's features."""
+    from formwork.schemas.registry import load_schema
+
+    schema = load_schema("expense")
+    text = "Taxi 12 EUR (Sam)"
+    prompts = [reasoning_messages(schema, text), formatting_messages(schema, text, "notes", ["wrong"]),
+               *(single_pass_messages(schema, text, mode) for mode in SINGLE)]  # fmt: skip
+    digest = hashlib.sha256(json.dumps(prompts, sort_keys=True).encode()).hexdigest()[:8]
+    return f"r{READERS_VERSION}.f{FEATURES_VERSION}.p{digest}"

@@ -2,10 +2,15 @@
 
 A fresh database holds no calibration, so without these a new user's first run can certify nothing
 (no enum passes the conservative default). Each file in `shipped/` is one calibration with its full
-key (tasks.evaluation.key), the gold set's hash and size, the threshold, its bounds, target, level and
-the day it was measured; `formwork eval GOLD --schema S --calibrate --export FILE` writes one from
-the calibration it stores. A run uses a shipped calibration only when its whole key matches and its
-database has none of its own: one made on the user's own gold overrides it.
+key (tasks.evaluation.key), the gold set's hash and size, the score model, each field's claim
+(threshold, values kept and right, bound, level), the rows' measured claim, and the day it was
+measured; `formwork eval GOLD --schema S --calibrate --export FOLDER` writes one from the calibration
+it stores. A run uses a shipped calibration only when its whole key matches and its database has none
+of its own: one made on the user's own gold overrides it.
+
+A file is checked before it is believed: every claim's bound is computed again from its own counts at
+its level, and each field's level must be its share of the file's level; a damaged or hand-edited file
+(a threshold with too few values behind it, a bound its counts do not reach) is refused, never applied.
 """
 
 from __future__ import annotations
@@ -14,11 +19,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from formwork.tasks.confidence.certify import FieldClaim, field_level, lower_bound
+from formwork.tasks.confidence.score import ScoreModel
 from formwork.tasks.evaluation.key import CalibrationKey
 
 SHIPPED = Path(__file__).parent / "shipped"
 FIELDS = ("method", "threshold", "target", "level", "bound", "kept", "correct", "values_bound",
-          "values_kept", "values_correct", "gold_hash", "gold_size", "measured")  # fmt: skip
+          "values_kept", "values_correct", "fields", "score_model", "gold_hash", "gold_size",
+          "measured")  # fmt: skip
 
 
 class ShippedProblem(ValueError):
@@ -38,7 +46,30 @@ def read_shipped(path: Path) -> dict[str, Any]:
         CalibrationKey(**data["key"])
     except TypeError as exc:
         raise ShippedProblem(f"{path}: its key does not name a calibration key ({exc})") from exc
+    _check_claims(path, data)
     return data | {"file": path.name}
+
+
+def _check_claims(path: Path, data: dict[str, Any]) -> None:
+    """Refuse a file whose numbers do not certify what it states (see the module docstring)."""
+    try:
+        claims = [FieldClaim.from_dict(claim) for claim in data["fields"].values()]
+        ScoreModel.from_dict(data["score_model"])
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise ShippedProblem(f"{path}: its fields or score model cannot be read ({exc!r})") from exc
+    share = field_level(data["level"], len(claims))
+    for claim in claims:
+        if abs(claim.level - share) > 1e-9 or not claim.consistent():
+            raise ShippedProblem(
+                f"{path}: field {claim.field}'s claim does not hold by its own numbers ({claim.correct}/"
+                f"{claim.kept} right at level {claim.level:g} give a bound of "
+                f"{lower_bound(claim.correct, claim.kept, claim.level):.4f}, not {claim.bound:.4f} >= "
+                f"{claim.target:g}); it is refused, not applied"
+            )
+    rows = lower_bound(data["correct"], data["kept"], data["level"])
+    if abs(rows - data["bound"]) > 1e-6:
+        raise ShippedProblem(f"{path}: its rows' bound {data['bound']:.4f} is not what {data['correct']}/"
+                             f"{data['kept']} give ({rows:.4f}); it is refused, not applied")  # fmt: skip
 
 
 def find_shipped(key: CalibrationKey, folder: Path | None = None) -> dict[str, Any] | None:

@@ -1,40 +1,31 @@
 """Check a calibration's guarantee on gold records it did not see: held, broken, or too few to tell.
 
-A calibration states "precision of ok >= target at confidence level" (and the same of the values
-partial rows keep). Verification runs the gold records exactly as a run would, with the calibration a
-run would apply (nothing is chosen again), and puts a Clopper-Pearson interval around each precision:
-the one-sided lower and upper bounds, each at the calibration's level (together a two-sided interval
-at 2 * level - 1). The verdict of each claim:
+A calibration states, per field, "values kept as certified are right at >= target, all fields
+together at confidence level". Verification runs the gold records exactly as a run would, with the
+calibration a run would apply (nothing is chosen again), and puts a Clopper-Pearson interval around
+each certified field's precision (one-sided bounds, each at that field's share of the level). The
+verdict of each claim:
 
 - broken: the upper bound is below the target; records like these contradict the claim;
-- held: not broken, and there were enough rows to tell: at least as many as it takes all-right rows to
-  certify the target on their own (45 for 95% at 90%), so a real shortfall had a fair chance to show;
-- too few rows to tell: not broken, on fewer rows than that (or none kept).
+- held: not broken, and there were enough values to tell: at least as many as it takes all-right
+  values to certify the target at that level on their own, so a real shortfall had a fair chance to show;
+- too few rows to tell: not broken, on fewer values than that (or none kept).
 
-The run's verdict is the worst of its claims' (broken, then too few, then held), leaving out a claim
-under which nothing was kept (no row ok, or no value kept): it was never put to the test.
+The rows' precision (the share of `ok` rows entirely right) is reported as measured, with the same
+kind of interval at the full level. The run's verdict is the worst of its fields' (broken, then too
+few, then held), leaving out a field under which nothing was kept: it was never put to the test.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from formwork.tasks.evaluation.calibration import LEVEL, TARGET, lower_bound
+from formwork.tasks.confidence.certify import LEVEL, TARGET, lower_bound, upper_bound, values_needed
 
 Verdict = Literal["held", "broken", "too few rows to tell"]
 ORDER: tuple[Verdict, ...] = ("broken", "too few rows to tell", "held")
-
-
-def upper_bound(correct: int, kept: int, level: float = LEVEL) -> float:
-    """One-sided Clopper-Pearson upper bound on a proportion (1 when nothing was kept)."""
-    return 1.0 - lower_bound(kept - correct, kept, level) if kept else 1.0
-
-
-def rows_to_tell(target: float = TARGET, level: float = LEVEL) -> int:
-    """The fewest rows that, all right, certify `target` at `level`: alpha^(1/n) >= target."""
-    return math.ceil(math.log(1.0 - level) / math.log(target))
 
 
 @dataclass(frozen=True)
@@ -47,31 +38,31 @@ class Claim:
     lower: float
     upper: float
     verdict: Verdict
+    values: int = 0  # every value of the field on these records (kept or not): coverage's denominator
 
     def describe(self) -> str:
+        covered = f", {self.kept}/{self.values} kept" if self.values else ""
         if not self.kept:
-            return f"{self.name}: none kept, too few rows to tell"
-        return (f"{self.name}: {self.correct}/{self.kept} right, interval {self.lower:.3f} to "
+            return f"{self.name}: none kept{covered}, too few to tell"
+        return (f"{self.name}: {self.correct}/{self.kept} right{covered}, interval {self.lower:.3f} to "
                 f"{self.upper:.3f}: {self.verdict}")  # fmt: skip
 
 
-def check(name: str, correct: int, kept: int, target: float, level: float) -> Claim:
+def check(name: str, correct: int, kept: int, target: float = TARGET, level: float = LEVEL,
+          values: int = 0) -> Claim:  # fmt: skip
     upper, lower = upper_bound(correct, kept, level), lower_bound(correct, kept, level)
     verdict: Verdict = (
         "broken" if kept and upper < target
-        else "held" if kept >= rows_to_tell(target, level)
+        else "held" if kept >= values_needed(target, level)
         else "too few rows to tell"
     )  # fmt: skip
-    return Claim(name, correct, kept, lower, upper, verdict)
+    return Claim(name, correct, kept, lower, upper, verdict, values)
 
 
-def verify(ok: tuple[int, int], values: tuple[int, int], target: float = TARGET,
-           level: float = LEVEL) -> dict[str, Any]:  # fmt: skip
-    """The verdict on (right, kept) ok rows and (right, kept) values of partial rows."""
-    claims = [check("precision of ok", *ok, target, level),
-              check("values kept in partial rows", *values, target, level)]  # fmt: skip
-    made = [c for c in claims if c.kept] or claims  # a claim nothing was kept under checks nothing
+def verify(fields: Sequence[Claim], rows: Claim) -> dict[str, Any]:
+    """The verdict over the certified fields' claims, with the rows' measured precision beside it."""
+    made = [c for c in fields if c.kept] or list(fields) or [rows]
     verdict = min((c.verdict for c in made), key=ORDER.index)
-    said = "; ".join(c.describe() for c in claims)
-    return {"verdict": verdict, "target": target, "level": level, "claims": [asdict(c) for c in claims],
-            "statement": f"{verdict} (target {target:.0%} at {level:.0%} confidence): {said}"}  # fmt: skip
+    said = "; ".join(c.describe() for c in fields)
+    return {"verdict": verdict, "fields": [asdict(c) for c in fields], "rows": asdict(rows),
+            "statement": f"{verdict}: {said}; {rows.describe()} (measured)"}  # fmt: skip

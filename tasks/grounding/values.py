@@ -145,3 +145,10 @@ def record_values(text: str, reference: date | None = None, anchor: str | None =
     if reference is None and (stated := stated_reference(text)):
         reference, anchor = stated
     return ValueFinder(text, reference, anchor or ("given" if reference else None))
+
+
+def dates_compete(text: str, reference: date | None = None, anchor: str | None = None) -> bool:
+    """Whether the text states a date outright and also one relative to its reference ("Sent on 10 June:
+    taxi yesterday"): the case where both readings of a small model chose the sending day."""
+    kinds = {r.kind == "derived" for r in record_values(text, reference, anchor).date_readings()}
+    return kinds == {True, False}

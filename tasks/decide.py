@@ -1,0 +1,113 @@
+"""A record's row from its readings: each field from the reading that is surest of it, each value kept
+only where the run's policy certifies it, and the status that follows.
+
+Every reading was judged already (tasks.validate: valid, grounded, no copies), each on its own. Here,
+per top-level field, one reading's answer is kept (tasks.confidence.choose), and each of its values
+is held to the policy (tasks.confidence.policy): a calibration's per-field threshold on the value's
+score, or the conservative default. A value that is not certified is dropped (set to null, listed,
+with the reason); a null that is not certified stays null but leaves its field unsure. So:
+
+- `ok`: every value and null is certified, and a calibration vouches for the run;
+- `partial`: some values are kept, others are null with their reason (refused, unsure, a field no
+  calibration certifies); an unsure critical value is dropped like any other (the row is `partial`,
+  not `failed`: a stronger model may still read it, tasks.calls `Outcome.escalation`);
+- `failed`: no reading gave a row (no JSON, a refused critical value, a cut pass, an engine error).
+
+What the row keeps of each reading is stored with it (`trust`): per value path, each reading's value,
+probability and verdict, the reading kept, its score and threshold, whether it is certified and why
+not. A calibration fits its score on those rows, and the audit page shows them.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+from typing import Any
+
+from formwork.schemas.paths import node_at, parse_path, set_null
+from formwork.schemas.registry import Schema
+from formwork.tasks.calls import UNVOUCHED
+from formwork.tasks.confidence.choose import choose, under
+from formwork.tasks.confidence.policy import Judged, Policy
+from formwork.tasks.confidence.probability import chosen as is_choice
+from formwork.tasks.confidence.readings import PathReading, field_key, readings_of
+from formwork.tasks.validate import EMPTY_ROW, Verdict, as_written
+
+MEASURING = "measured for a calibration, not decided"
+UNCHECKED = ("every value passes the uncalibrated bound, but only a calibration makes a row ok "
+             "(formwork eval GOLD --schema S --calibrate)")  # fmt: skip
+
+
+def _concerns(error: str, key: str) -> bool:
+    """Whether a judge's reason is about field `key` (every message about a value starts with its path)."""
+    return under(error.split(" ", 1)[0].rstrip(":"), key)
+
+
+def decide(schema: Schema, readings: dict[str, Verdict], policy: Policy, offered: dict[str, int],
+           competes: bool) -> Verdict:  # fmt: skip
+    """The row of a record read as `readings` (name -> judged verdict, the preferred first), held to
+    `policy`; `offered` is the number of candidates per field, `competes` whether the text states a
+    date and also a relative one."""
+    usable = {name: v for name, v in readings.items() if v.status != "failed" and isinstance(v.data, dict)}
+    if not usable:
+        return next(iter(readings.values()))
+    paths = {name: readings_of(v.values, v.evidence) for name, v in usable.items()}
+    body = schema.checked_body
+
+    def judged(path: str, name: str, mine: PathReading, other: PathReading | None) -> Judged:
+        node = node_at(body, parse_path(path)) or {}
+        return policy.judge(field_key(path), name, mine, other, offered.get(field_key(path), 0), competes,
+                            is_choice(node))  # fmt: skip
+
+    first = next(iter(usable.values()))
+    keys = list(first.data)
+    # the row's own reasons (a cut text), not about any one field
+    errors = [e for e in first.errors if not any(_concerns(e, k) for k in keys)
+              and not e.startswith((EMPTY_ROW, UNVOUCHED))]  # fmt: skip
+    data: dict[str, Any] = {}
+    nulled: list[str] = []
+    evidence: list[dict[str, Any]] = []
+    values: list[dict[str, Any]] = []
+    trust: list[dict[str, Any]] = []
+    unsure = False
+    for key in keys:
+        name, decisions = choose(key, paths, judged)
+        kept = usable[name] if name is not None else first
+        data[key] = copy.deepcopy(kept.data.get(key))
+        errors += [e for e in kept.errors if _concerns(e, key)]
+        nulled += [n for n in kept.nulled if under(n, key)]
+        evidence += [row for row in kept.evidence if under(row["path"], key)]
+        values += [row for row in kept.values if under(row["path"], key)]
+        for path, decision in decisions.items():
+            trust.append(_trust_row(path, name, paths, decision, offered, competes))
+            if decision.certified or not policy.drops_unsure:
+                continue
+            unsure = True
+            value = paths[name][path].value  # type: ignore[index]
+            if value is None:
+                errors.append(f"{path} null is unsure: {decision.why}; the text may hold a value")
+            else:
+                set_null(data, parse_path(path))
+                nulled.append(path)
+                errors.append(f"{path} {json.dumps(value, ensure_ascii=False)} dropped: {decision.why}")
+    if not policy.vouched and not errors:
+        errors.append(f"{UNVOUCHED}: {MEASURING if policy.kind == 'measuring' else UNCHECKED}")
+    if not any(v is not None for v in data.values()) and not schema.body.get("x-empty-ok"):
+        errors.append(f"{EMPTY_ROW}: every field is null, which is not an answer unless the schema's root "
+                      "says `x-empty-ok: true`")  # fmt: skip
+    status = "partial" if errors or unsure or nulled else "ok"
+    verdict = Verdict(status, data, errors, sorted(set(nulled)), [], evidence, values, trust)
+    return replace(as_written(schema, verdict, {parse_path(p) for p in verdict.nulled}), trust=trust)
+
+
+def _trust_row(path: str, name: str | None, paths: dict[str, dict[str, PathReading]], decision: Judged,
+               offered: dict[str, int], competes: bool) -> dict[str, Any]:  # fmt: skip
+    """What the row keeps of every reading at one path, and what was decided (stored as `trust`)."""
+    return {
+        "path": path, "field": field_key(path),
+        "readings": {n: found[path].as_dict() for n, found in paths.items() if path in found},
+        "offered": offered.get(field_key(path), 0), "competes": competes, "kept": name,
+        "score": None if decision.score is None else round(decision.score, 6),
+        "threshold": decision.threshold, "certified": decision.certified, "why": decision.why,
+    }  # fmt: skip
