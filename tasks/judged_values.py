@@ -20,11 +20,12 @@ def _rounded(confidence: float | None) -> float | None:
 
 def judged_values(
     evidence: list[Evidence], nulls: dict[str, float], held: list[Held],
-    refused: list[tuple[Path, str]], nulled: list[str],
+    refused: list[tuple[Path, str]], nulled: list[str], rivals: dict[str, float] | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
-    """Every value and null of one attempt with its confidence and what the judge made of it:
-    passed, refused (validation or grounding), below bound, nulled (with a parent), null (certified),
-    unsure null."""
+    """Every value and null of one attempt with its confidence, its runner-up's bound (`rival`, where
+    the engine reported one) and what the judge made of it: passed, refused (validation or
+    grounding), below bound, nulled (with a parent), null (certified), unsure null."""
+    rivals = rivals or {}
     below = {h.path for h in held if not h.null}
     unsure = {h.path for h in held if h.null}
     refused_paths = {path_text(path) for path, _ in refused}
@@ -47,4 +48,7 @@ def judged_values(
          "verdict": "unsure null" if path in unsure else "null"}
         for path in sorted(set(nulls) | unsure)  # weighed, or held though no engine weighed it
     ]  # fmt: skip
+    for entry in found:
+        if entry["path"] in rivals:
+            entry["rival"] = _rounded(rivals[entry["path"]])
     return found

@@ -26,7 +26,7 @@ from formwork.schemas.conform import conform
 from formwork.schemas.paths import Path, null_target, parse_path, path_text, semantic_errors, set_null
 from formwork.schemas.registry import Schema
 from formwork.tasks.confidence.bounds import HELD, Bounds, Held, held_again, held_nulls, held_values
-from formwork.tasks.confidence.probability import field_confidences, value_paths
+from formwork.tasks.confidence.probability import field_confidences, field_rivals, value_paths
 from formwork.tasks.confidence.renormalise import logprob_mode, renormalised
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.grounding.absent import read_absent
@@ -37,6 +37,7 @@ from formwork.tasks.grounding.prewritten import prewritten
 from formwork.tasks.judged_values import judged_values
 
 Status = Literal["ok", "partial", "failed"]
+Weights = dict[str, float]  # per value or null path
 
 
 @dataclass
@@ -152,10 +153,10 @@ def _evidence_errors(
     schema: Schema, data: dict[str, Any], source: str, formatting: Completion, meta: dict[str, Any] | None,
     bounds: Bounds, failing: set[Path], reference_field: str = "reference_date",
     earlier: frozenset[str] = frozenset(),
-) -> tuple[list[Evidence], list[tuple[Path, str]], list[Held], dict[str, float]]:  # fmt: skip
+) -> tuple[list[Evidence], list[tuple[Path, str]], list[Held], Weights, Weights]:  # fmt: skip
     """Ground every value in the source and weigh every value's (and null's) probability: the values the
     text does not back (field errors, which a retry may fix), those held to their bounds (never
-    retried), and each null's probability.
+    retried), each null's probability, and each value's and null's runner-up bound (`field_rivals`).
 
     `bounds` is (every value's bound, enum and boolean values' bound or None for the same); a field's
     `x-min-confidence` overrides both, and a bound above 1 can never be met (an uncalibrated choice).
@@ -197,7 +198,8 @@ def _evidence_errors(
     ]
     already = {h.path for h in held}
     held += held_again(body, data, earlier, already, values.get, lambda t: fresh(parse_path(t)))
-    return evidence, errors, held, nulls
+    rivals = field_rivals(body, data, formatting) | field_rivals(body, data, formatting, nulls=True)
+    return evidence, errors, held, nulls, rivals
 
 
 def judge(
@@ -231,10 +233,11 @@ def judge(
     evidence: list[Evidence] = []
     held: list[Held] = []
     nulls: dict[str, float] = {}
+    rivals: dict[str, float] = {}
     if isinstance(data, dict):
         failing = {path for path, _ in refusals}
         bounds = (min_confidence, choice_confidence)
-        evidence, errors, held, nulls = _evidence_errors(
+        evidence, errors, held, nulls, rivals = _evidence_errors(
             schema, data, source, formatting, meta, bounds, failing, reference_field, earlier
         )
         refusals += errors
@@ -253,7 +256,7 @@ def judge(
         fixed, nulled = null_failures(schema, data, failures)
     if fixed is not None and failures and field_errors(schema, fixed, source):
         fixed = None  # nulling did not make it valid (a constraint across fields): never store it as partial
-    values = judged_values(evidence, nulls, held, refusals, nulled)
+    values = judged_values(evidence, nulls, held, refusals, nulled, rivals)
     messages = [message for _, message in failures] + unsure
     if stops or not isinstance(data, dict) or fixed is None:
         data = data if isinstance(data, dict) else None

@@ -157,3 +157,33 @@ def test_a_row_that_failed_only_its_bound_counts_as_ok_at_bound_zero_for_calibra
     elsewhere = judge(BUILTIN_CHAT, "Anna: I miss him.", notes(), tokens(*CHAT_TOKENS))  # no "Tom" here
     assert elsewhere.status == "failed" and not only_guesses(elsewhere.errors)
     assert not only_guesses([])
+
+
+def test_the_runner_up_is_bounded_where_another_value_could_begin() -> None:
+    """At each step that wrote "sad", the likeliest token writing something else: at "s" a rival at 0.3
+    ("h" of "happy"), at "ad" one at 0.1 after the chosen 0.5; the bound is the larger of 0.3 and
+    0.5 * 0.1, and the top-2 margin is 0.5 * 0.8 - 0.3."""
+    from formwork.tasks.confidence.probability import field_rivals
+
+    rivals = (-math.inf, -math.inf, -math.inf, math.log(0.3), math.log(0.1), -math.inf, -math.inf, -math.inf)
+    done = dataclasses.replace(tokens(*CHAT_TOKENS), token_rivals=rivals)
+    data = json.loads(done.text)
+    found = field_rivals(CHAT.checked_body, data, done)
+    assert found["emotion"] == pytest.approx(0.3) and found["speaker"] == 0.0  # no rival for Tom
+    assert field_confidences(CHAT.checked_body, data, done)["emotion"] - found["emotion"] == pytest.approx(
+        0.1
+    )
+    assert field_rivals(CHAT.checked_body, data, tokens(*CHAT_TOKENS)) == {}  # an engine that gave none
+
+
+def test_spelled_logprobs_tell_a_rival_from_another_spelling_of_the_same_value() -> None:
+    from formwork.tasks.engines.spelling import spelled_logprobs
+
+    written = [(b'{"a": ', 0.0, []), (b'"Blackwood"', math.log(0.5),
+               [(b'"Blackwood"', math.log(0.2)), (b'"Brown"', math.log(0.25)), (b'"B', math.log(0.05))]),
+               (b"}", 0.0, [])]  # fmt: skip
+    spelled, rivals = spelled_logprobs([(raw, lp, [o for o in others if o[0] != raw or lp != o[1]])
+                                        for raw, lp, others in written])  # fmt: skip
+    assert spelled[1] == pytest.approx(math.log(0.7))  # the same bytes another way count
+    assert rivals[1] == pytest.approx(math.log(0.25))  # "Brown" is the rival; `"B` may lead either way
+    assert rivals[0] == rivals[2] == -math.inf

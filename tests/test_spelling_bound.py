@@ -84,7 +84,7 @@ def embedded_pieces(tree: Tree, path: list[str]) -> tuple[tuple[str, float], ...
         ]
         steps.append((token.encode(), logprob, others))
         state += token
-    spelled = spelled_logprobs(steps)
+    spelled, _ = spelled_logprobs(steps)
     return tuple((raw.decode(), lp) for (raw, _, _), lp in zip(steps, spelled, strict=True))
 
 
@@ -100,7 +100,7 @@ def vllm_pieces(tree: Tree, path: list[str]) -> tuple[tuple[str, float], ...]:
         content.append({"bytes": list(token.encode()), "logprob": math.log(tree.step(state)[token]),
                         "top_logprobs": tops})  # fmt: skip
         state += token
-    return masked_token_logprobs({"content": content}, PREFIX + state)
+    return masked_token_logprobs({"content": content}, PREFIX + state)[0]
 
 
 def reported(tree: Tree, pieces: tuple[tuple[str, float], ...]) -> tuple[str, float]:
@@ -153,5 +153,5 @@ def test_a_token_that_writes_the_whole_value_is_still_counted() -> None:
     """Two spellings that both finish the value: both count, so a sure value is not punished."""
     others = [(b'"ab"}', math.log(0.3)), (b'"a', math.log(0.1))]
     steps = [(b'{"v": ', 0.0, []), (b'"ab"', math.log(0.6), others), (b"}", 0.0, [])]
-    spelled = spelled_logprobs(steps)
+    spelled, _ = spelled_logprobs(steps)
     assert math.exp(spelled[1]) == pytest.approx(0.9)  # `"ab"}` decides it too; `"a` does not

@@ -6,6 +6,8 @@ For the value one reading gave at one path:
   what the other reading left for every value but its own where they disagree (an upper bound on its
   probability of this one); 0 where there is no other reading;
 - `agree`: the other reading gave the same value (null agrees only with null);
+- `margin`: the top-2 margin among the candidates, the value's probability less its runner-up's bound
+  (0 where the engine reports no runner-up);
 - `null`: the value is the reading's null ("the text has none" is a claim like any other);
 - `exact`, `normalised`, `fuzzy`, `derived`: how the text backs it (a relative date is derived, and a
   "Sent on" date beside a "yesterday" is the mistake both readings share);
@@ -15,8 +17,8 @@ For the value one reading gave at one path:
 - `after_notes`: the value was written after the reasoning notes (two-pass), not from the text alone;
 - `field=NAME`: the field itself (a per-field offset).
 
-The score is monotone in `own`, `other` and `agree` (tasks.confidence.score): more probability, or
-agreement, never lowers it.
+The score is monotone in `own`, `other`, `agree` and `margin` (tasks.confidence.score): more
+probability, agreement or margin never lowers it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 from formwork.tasks.confidence.readings import PathReading, logit, same
 
 FEATURES_VERSION = 1  # bump when a feature changes: a stored score model reads features by name
-MONOTONE = ("own", "other", "agree")  # weights held >= 0
+MONOTONE = ("own", "other", "agree", "margin")  # weights held >= 0
 KINDS = ("exact", "normalised", "fuzzy", "derived")
 NOTES_READING = "two-pass"  # the reading written after the reasoning notes
 
@@ -46,6 +48,7 @@ def features(field: str, name: str, mine: PathReading, other: PathReading | None
         "own": logit(mine.probability),
         "other": rival,
         "agree": float(agree),
+        "margin": mine.margin or 0.0,
         "null": float(mine.value is None),
         "offered": math.log1p(max(offered, 0)),
         "competes": float(competes),

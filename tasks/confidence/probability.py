@@ -24,7 +24,8 @@ from formwork.schemas.annotations import value_types
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.engines.json_spans import decided_at, value_spans
 
-__all__ = ["chosen", "field_confidences", "min_confidence", "null_paths", "value_paths", "value_spans"]
+__all__ = ["chosen", "field_confidences", "field_rivals", "min_confidence", "null_paths", "value_paths",
+           "value_spans"]  # fmt: skip
 
 
 def _token_spans(pieces: tuple[tuple[str, float], ...]) -> Iterator[tuple[int, int, float]]:
@@ -68,6 +69,22 @@ def null_paths(body: dict[str, Any], data: Any, path: str = "") -> Iterator[tupl
                 yield from null_paths(body["items"], element, f"{path}[{i}]")
 
 
+def _value_tokens(
+    body: dict[str, Any], data: Any, completion: Completion, nulls: bool
+) -> Iterator[tuple[str, list[int]]]:
+    """(path, the indices of the tokens that wrote and decided its value) for every value path (every
+    null path with `nulls`); nothing when the tokens do not spell the output text exactly."""
+    pieces = completion.token_logprobs
+    if not pieces or "".join(p for p, _ in pieces) != completion.text:
+        return
+    spans = value_spans(completion.text)
+    tokens = list(_token_spans(pieces))
+    for path, _ in (null_paths if nulls else value_paths)(body, data):
+        if path in spans:
+            start, end = spans[path][0], decided_at(completion.text, spans[path])
+            yield path, [i for i, (s, e, _) in enumerate(tokens) if s < end and e > start]
+
+
 def field_confidences(
     body: dict[str, Any], data: Any, completion: Completion, nulls: bool = False
 ) -> dict[str, float]:
@@ -77,20 +94,33 @@ def field_confidences(
     The tokens must spell the output text exactly; if they do not (an engine that post-processed its
     text), no confidence is claimed rather than a wrong one.
     """
-    pieces = completion.token_logprobs
-    if not pieces or "".join(p for p, _ in pieces) != completion.text:
-        return {}
-    spans = value_spans(completion.text)
-    tokens = list(_token_spans(pieces))
     confidences = {}
-    for path, _ in (null_paths if nulls else value_paths)(body, data):
-        if path not in spans:
-            continue
-        start, end = spans[path][0], decided_at(completion.text, spans[path])
-        total = sum(lp for s, e, lp in tokens if s < end and e > start)
+    for path, steps in _value_tokens(body, data, completion, nulls):
+        total = sum(completion.token_logprobs[i][1] for i in steps)
         if not math.isnan(total):  # NaN: a step whose masked probability is unknown (renormalise.py)
             confidences[path] = math.exp(total)
     return confidences
+
+
+def field_rivals(
+    body: dict[str, Any], data: Any, completion: Completion, nulls: bool = False
+) -> dict[str, float]:
+    """Per value path (null path, with `nulls`), a bound on the runner-up's probability: at each step
+    that wrote the value, the chosen path so far times the likeliest token that writes something else
+    there, the largest of those. The top-2 margin among the candidates is the value's probability less
+    this. {} when the engine reported no rivals (a server whose logprobs come before its mask)."""
+    rivals = completion.token_rivals
+    if len(rivals) != len(completion.token_logprobs):
+        return {}
+    found = {}
+    for path, steps in _value_tokens(body, data, completion, nulls):
+        before, best = 0.0, 0.0
+        for i in steps:
+            best = max(best, math.exp(before + rivals[i]) if rivals[i] > -math.inf else 0.0)
+            before += completion.token_logprobs[i][1]
+        if not math.isnan(before):
+            found[path] = best
+    return found
 
 
 def min_confidence(node: dict[str, Any], default: float = 0.0, model: str = "") -> float:

@@ -40,6 +40,14 @@ class PathReading:
     verdict: str  # the judge's: passed, null, refused, nulled, below bound, unsure null
     kind: str  # how the text backs it: exact, normalised, fuzzy, derived, none; null for a null
     written: bool = False  # the text writes it (a span backs it; an aliased enum's label is read)
+    rival: float | None = None  # a bound on the runner-up's probability (None: the engine gave none)
+
+    @property
+    def margin(self) -> float | None:
+        """The top-2 margin among the candidates: this value's probability less the runner-up's bound."""
+        if self.probability is None or self.rival is None:
+            return None
+        return self.probability - self.rival
 
     @property
     def usable(self) -> bool:
@@ -47,11 +55,12 @@ class PathReading:
 
     def as_dict(self) -> dict[str, Any]:
         return {"value": self.value, "p": self.probability, "verdict": self.verdict, "kind": self.kind,
-                "written": self.written}  # fmt: skip
+                "written": self.written, "rival": self.rival}  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PathReading:
-        return cls(data["value"], data["p"], data["verdict"], data["kind"], bool(data.get("written")))
+        return cls(data["value"], data["p"], data["verdict"], data["kind"], bool(data.get("written")),
+                   data.get("rival"))  # fmt: skip
 
 
 def readings_of(values: list[dict[str, Any]], evidence: list[dict[str, Any]]) -> dict[str, PathReading]:
@@ -62,7 +71,7 @@ def readings_of(values: list[dict[str, Any]], evidence: list[dict[str, Any]]) ->
         value, row = judged["value"], backed.get(judged["path"], {})
         kind = "null" if value is None else row.get("kind", "none")
         found[judged["path"]] = PathReading(value, judged["confidence"], judged["verdict"], kind,
-                                            bool(row.get("spans")))  # fmt: skip
+                                            bool(row.get("spans")), judged.get("rival"))  # fmt: skip
     return found
 
 

@@ -68,6 +68,9 @@ class Completion:
     # Constrained calls on the embedded engine: each output token's text and its log-probability
     # under the grammar-masked distribution at temperature 1 (the pieces join to `text`).
     token_logprobs: tuple[tuple[str, float], ...] = ()
+    # beside them, per token, the log-probability of the likeliest allowed token that writes something
+    # else there (-inf: none seen): where a rival value could have begun (the runner-up's bound)
+    token_rivals: tuple[float, ...] = ()
     engine: str = "local"  # the engine kind: local, vllm, openai:<dialect>; stored beside confidences
     pre_mask: PreMask | None = None  # a server whose logprobs come before the mask: renormalised later
 

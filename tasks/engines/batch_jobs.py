@@ -30,6 +30,7 @@ class Job:
     pieces: list[str] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
     others: list[list[tuple[int, float]]] = field(default_factory=list)  # per step, other allowed tokens
+    rivals: list[float] = field(default_factory=list)  # per step, the likeliest token writing something else
     finish: FinishReason | None = None
     error: EngineError | None = None
     started: float = 0.0

@@ -190,7 +190,8 @@ class HttpEngine:
 
     def _completion(
         self, data: dict[str, Any], choice: dict[str, Any], duration: float, text: str,
-        token_logprobs: tuple[tuple[str, float], ...] = (), pre_mask: PreMask | None = None,
+        masked: tuple[tuple[tuple[str, float], ...], tuple[float, ...]] = ((), ()),
+        pre_mask: PreMask | None = None,
     ) -> Completion:  # fmt: skip
         usage = data.get("usage") or {}
         return Completion(
@@ -200,7 +201,8 @@ class HttpEngine:
             completion_tokens=int(usage.get("completion_tokens") or 0),
             duration_s=duration,
             model=str(data.get("model") or self.model),
-            token_logprobs=token_logprobs,
+            token_logprobs=masked[0],
+            token_rivals=masked[1],
             engine=self.engine_kind,
             pre_mask=pre_mask,
         )

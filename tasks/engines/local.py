@@ -152,6 +152,7 @@ class LocalEngine:
             duration_s=job.finished - job.started,
             model=self.model,
             token_logprobs=tuple(zip(job.pieces, job.logprobs, strict=True)) if matcher is not None else (),
+            token_rivals=tuple(job.rivals) if matcher is not None else (),
         )
 
     def close(self) -> None:

@@ -146,8 +146,8 @@ class OpenAIServerEngine(HttpEngine):
             steps = pre_mask_steps(choice.get("logprobs"))
             pre_mask = PreMask(steps, schema) if steps else None
             return self._completion(data, choice, duration, text, pre_mask=pre_mask)
-        logprobs = masked_token_logprobs(choice.get("logprobs"), text)
-        return self._completion(data, choice, duration, text, logprobs)
+        masked = masked_token_logprobs(choice.get("logprobs"), text)
+        return self._completion(data, choice, duration, text, masked)
 
     @property
     def engine_kind(self) -> str:

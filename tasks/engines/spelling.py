@@ -46,13 +46,15 @@ def _decision_points(written: bytes) -> list[tuple[int, int]]:
     return [(at(s), at(decided_at(text, (s, e)))) for s, e in value_spans(text).values()]
 
 
-def spelled_logprobs(steps: Sequence[Step]) -> list[float]:
-    """Per step, log of the mass of the chosen token and of every other one that writes the same bytes
-    next and on through the point where the values the chosen token touches are decided; `others`
-    must not hold the chosen token itself. Capped at 0 (float rounding)."""
+def spelled_logprobs(steps: Sequence[Step]) -> tuple[list[float], list[float]]:
+    """Per step, (1) log of the mass of the chosen token and of every other one that writes the same
+    bytes next and on through the point where the values the chosen token touches are decided
+    (capped at 0, float rounding), and (2) the log-probability of the likeliest other token that writes
+    something else there (a rival: the step where another value could begin), -inf where none is
+    among the alternatives. `others` must not hold the chosen token itself."""
     written = b"".join(chosen for chosen, _, _ in steps)
     points = _decision_points(written)
-    at, result = 0, []
+    at, result, rivals = 0, [], []
     for chosen, logprob, others in steps:
         ends = [decided for start, decided in points if start < at + len(chosen) and decided > at]
         rest = written[at:]
@@ -61,5 +63,6 @@ def spelled_logprobs(steps: Sequence[Step]) -> list[float]:
         ]
         spelled = math.log(math.exp(logprob) + sum(map(math.exp, same))) if same else logprob
         result.append(min(0.0, spelled))
+        rivals.append(max((lp for raw, lp in others if raw and not rest.startswith(raw)), default=-math.inf))
         at += len(chosen)
-    return result
+    return result, rivals

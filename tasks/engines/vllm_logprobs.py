@@ -45,8 +45,12 @@ def _step(entry: Any) -> tuple[bytes, float, list[tuple[bytes, float]]] | None:
     return bytes(raw), float(logprob), sorted(pairs, key=lambda pair: -pair[1])
 
 
-def masked_token_logprobs(logprobs: Any, text: str) -> tuple[tuple[str, float], ...]:
-    """`Completion.token_logprobs` from a chat choice's `logprobs`, or () when they cannot be trusted.
+Masked = tuple[tuple[tuple[str, float], ...], tuple[float, ...]]
+
+
+def masked_token_logprobs(logprobs: Any, text: str) -> Masked:
+    """(`Completion.token_logprobs`, `Completion.token_rivals`) from a chat choice's `logprobs`, or
+    ((), ()) when they cannot be trusted.
 
     Pieces are decoded from each token's bytes with an incremental UTF-8 decoder (a character split
     across tokens shows in the token that completes it), and the end token, which the reply's text
@@ -54,7 +58,7 @@ def masked_token_logprobs(logprobs: Any, text: str) -> tuple[tuple[str, float], 
     """
     entries = logprobs.get("content") if isinstance(logprobs, dict) else None
     if not isinstance(entries, list) or not entries:
-        return ()
+        return (), ()
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     pieces: list[tuple[str, float]] = []
     steps: list[tuple[bytes, float, list[tuple[bytes, float]]]] = []
@@ -62,13 +66,13 @@ def masked_token_logprobs(logprobs: Any, text: str) -> tuple[tuple[str, float], 
     for entry in entries:
         step = _step(entry)
         if step is None:
-            return ()
+            return (), ()
         raw, logprob, tops = step
         if logprob > FORCED_TOLERANCE:
-            return ()  # a logit, not a log-probability
+            return (), ()  # a logit, not a log-probability
         if len(tops) >= 2 and all(v <= MASKED_OUT for _, v in tops[1:]):
             if abs(logprob) > FORCED_TOLERANCE:
-                return ()  # one token allowed, yet not probability 1: not the masked distribution
+                return (), ()  # one token allowed, yet not probability 1: not the masked distribution
             forced_steps += 1
         others = list(tops)
         if (raw, logprob) in others:
@@ -83,6 +87,6 @@ def masked_token_logprobs(logprobs: Any, text: str) -> tuple[tuple[str, float], 
         pieces[-1] = ("", pieces[-1][1])  # the end token: in the logprobs, not in the text
         joined = text
     if not forced_steps or joined != text:
-        return ()
-    spelled = spelled_logprobs(steps)
-    return tuple((piece, spelled[i]) for i, (piece, _) in enumerate(pieces))
+        return (), ()
+    spelled, rivals = spelled_logprobs(steps)
+    return tuple((piece, spelled[i]) for i, (piece, _) in enumerate(pieces)), tuple(rivals)

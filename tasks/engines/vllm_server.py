@@ -138,8 +138,8 @@ class VllmServerEngine(HttpEngine):
             raise _explain_rejection(exc, schema) from None
         message = choice["message"]
         text = message.get("content") or message.get("reasoning") or ""  # thinking, cut short
-        logprobs = masked_token_logprobs(choice.get("logprobs"), text) if schema is not None else ()
-        return self._completion(data, choice, duration, text, logprobs)
+        masked = masked_token_logprobs(choice.get("logprobs"), text) if schema is not None else ((), ())
+        return self._completion(data, choice, duration, text, masked)
 
     def check(self) -> ServerInfo:
         """Start-up check: the model is served, its control tokens are known, and the server really
