@@ -81,9 +81,9 @@ def decide(schema: Schema, readings: dict[str, Verdict], policy: Policy, offered
         values += [row for row in kept.values if under(row["path"], key)]
         for path, decision in decisions.items():
             trust.append(_trust_row(path, name, paths, decision, offered, competes))
-            if decision.certified or not policy.drops_unsure:
+            unsure = unsure or not decision.certified
+            if decision.keeps:
                 continue
-            unsure = True
             value = paths[name][path].value  # type: ignore[index]
             if value is None:
                 errors.append(f"{path} null is unsure: {decision.why}; the text may hold a value")
@@ -96,7 +96,7 @@ def decide(schema: Schema, readings: dict[str, Verdict], policy: Policy, offered
     if not any(v is not None for v in data.values()) and not schema.body.get("x-empty-ok"):
         errors.append(f"{EMPTY_ROW}: every field is null, which is not an answer unless the schema's root "
                       "says `x-empty-ok: true`")  # fmt: skip
-    status = "partial" if errors or unsure or nulled else "ok"
+    status = "partial" if errors or unsure or nulled or not policy.vouched else "ok"
     verdict = Verdict(status, data, errors, sorted(set(nulled)), [], evidence, values, trust)
     return replace(as_written(schema, verdict, {parse_path(p) for p in verdict.nulled}), trust=trust)
 
@@ -107,7 +107,8 @@ def _trust_row(path: str, name: str | None, paths: dict[str, dict[str, PathReadi
     return {
         "path": path, "field": field_key(path),
         "readings": {n: found[path].as_dict() for n, found in paths.items() if path in found},
-        "offered": offered.get(field_key(path), 0), "competes": competes, "kept": name,
+        "offered": offered.get(field_key(path), 0), "competes": competes, "reading": name,
         "score": None if decision.score is None else round(decision.score, 6),
-        "threshold": decision.threshold, "certified": decision.certified, "why": decision.why,
+        "threshold": decision.threshold, "certified": decision.certified, "dropped": not decision.keeps,
+        "why": decision.why,
     }  # fmt: skip

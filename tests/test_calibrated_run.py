@@ -52,12 +52,12 @@ def test_a_run_picks_up_its_calibration_and_says_what_it_guarantees(
     assert run.confidence["calibration"] is None and "so no row is ok" in first.confidence
     assert ("confidence", first.confidence) in first.rows() and first.confidence.startswith("uncalibrated")
     # a label the text does not write is a choice (a written one, EUR via x-aliases, is read instead)
-    chosen = [t for r in rows for t in r.trust or [] if t["path"] == "category" and t["kept"]]
+    chosen = [t for r in rows for t in r.trust or [] if t["path"] == "category" and t["reading"]]
     errors = " ".join(e for r in rows for e in r.errors)
     assert all(r.status != "ok" for r in rows)  # uncalibrated: no row is ok, whatever its values
     assert all(r.status == "partial" for r in rows if any(e.startswith(UNVOUCHED) for e in r.errors))
     assert all(not t["certified"] for t in chosen) and ("no calibration covers this choice" in errors) == any(
-        t["readings"][t["kept"]]["value"] is not None for t in chosen
+        t["readings"][t["reading"]]["value"] is not None for t in chosen
     )
 
     key = calibration_key(Settings(), EXPENSE, (local_engine, local_engine))

@@ -73,7 +73,7 @@ def test_each_field_comes_from_the_reading_that_scores_it_higher() -> None:
     notes_free = read(who=("Maria", 0.95), amount=(42.8, 0.99), category=("meals", 0.99))
     verdict = decide(SCHEMA, {"two-pass": two_pass, "notes-free": notes_free}, CALIBRATED, {}, False)
     who = verdict.trust[0]
-    assert who["kept"] == "notes-free" and verdict.data["who"] is None  # kept, but unsure alone: dropped
+    assert who["reading"] == "notes-free" and verdict.data["who"] is None  # kept, but unsure alone: dropped
     assert not who["certified"] and "dropped: unsure (score" in " ".join(verdict.errors)
     assert verdict.status == "partial" and verdict.data["amount"] == 42.8  # the rest is kept
 
@@ -103,7 +103,7 @@ def test_a_reading_with_no_json_leaves_the_row_to_the_other() -> None:
     sure = read(who=("Maria", 0.99), amount=(42.8, 0.99), category=("meals", 0.99))
     verdict = decide(SCHEMA, {"two-pass": broken, "notes-free": sure}, ALONE, {}, False)
     assert verdict.status == "ok" and verdict.data == {"who": "Maria", "amount": 42.8, "category": "meals"}
-    assert {t["kept"] for t in verdict.trust} == {"notes-free"}
+    assert {t["reading"] for t in verdict.trust} == {"notes-free"}
     alone = decide(SCHEMA, {"two-pass": broken, "notes-free": sure}, CALIBRATED, {}, False)
     assert not alone.trust[0]["certified"] and alone.data["who"] is None  # no agreement to vouch for it
     failed = decide(SCHEMA, {"two-pass": broken, "notes-free": broken}, CALIBRATED, {}, False)
@@ -114,7 +114,7 @@ def test_a_value_the_judge_refused_is_taken_from_the_other_reading() -> None:
     invented = read(who=("Bob", 0.99), amount=(42.8, 0.99), category=("meals", 0.99))  # Bob is not in it
     right = read(who=("Maria", 0.99), amount=(42.8, 0.99), category=("meals", 0.99))
     verdict = decide(SCHEMA, {"two-pass": invented, "notes-free": right}, ALONE, {}, False)
-    assert verdict.data["who"] == "Maria" and verdict.trust[0]["kept"] == "notes-free"
+    assert verdict.data["who"] == "Maria" and verdict.trust[0]["reading"] == "notes-free"
     assert verdict.trust[0]["readings"]["two-pass"]["verdict"] == "refused"
 
 

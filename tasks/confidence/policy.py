@@ -29,12 +29,18 @@ Kind = Literal["calibrated", "uncalibrated", "measuring"]
 @dataclass(frozen=True)
 class Judged:
     """What the policy decided about one value: its score (None: not scored), the threshold it was held
-    to (None: none certifies its field), whether it is certified, and why not in a few words."""
+    to (None: none certifies its field), whether a calibration certifies it, whether the row keeps it
+    (certified, or unchecked where no calibration applies, or anything while measuring), and why not."""
 
     score: float | None
     threshold: float | None
     certified: bool
     why: str = ""
+    kept: bool | None = None  # None: kept exactly when certified
+
+    @property
+    def keeps(self) -> bool:
+        return self.certified if self.kept is None else self.kept
 
 
 @dataclass(frozen=True)
@@ -49,11 +55,6 @@ class Policy:
         """Whether a row may be `ok` (a calibration certifies its fields)."""
         return self.kind == "calibrated"
 
-    @property
-    def drops_unsure(self) -> bool:
-        """Whether a value that is not certified is dropped from the row (not while measuring)."""
-        return self.kind != "measuring"
-
     def judge(self, field_name: str, name: str, mine: PathReading, other: PathReading | None,
               offered: int, competes: bool, choice: bool) -> Judged:  # fmt: skip
         """The decision for the value reading `name` gave at a path of `field_name`; `other` is the other
@@ -61,7 +62,7 @@ class Policy:
         if mine.probability is None:
             return Judged(None, None, False, "no probability (the engine gave no grammar-masked logprobs)")
         if self.kind == "measuring":
-            return Judged(None, None, False, "measuring")
+            return Judged(None, None, False, "measuring", kept=True)
         if self.kind == "uncalibrated":
             return self._unchecked(mine, other, choice)
         assert self.model is not None
@@ -82,7 +83,7 @@ class Policy:
         least = min(p if p is not None else 0.0 for p in probabilities)
         if least < self.floor:
             return Judged(None, self.floor, False, f"unsure ({_compared(least, self.floor, 'p')})")
-        return Judged(None, self.floor, True)
+        return Judged(None, self.floor, False, "kept unchecked: no calibration", kept=True)
 
 
 def _compared(value: float, bound: float, name: str = "score") -> str:

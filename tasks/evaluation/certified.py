@@ -41,7 +41,7 @@ class FieldCount:
 def kept_value(entry: dict[str, Any]) -> Any:
     """The value the row kept at a trust entry's path (the kept reading's)."""
     readings = entry.get("readings") or {}
-    kept = readings.get(entry.get("kept")) or {}
+    kept = readings.get(entry.get("reading")) or {}
     return kept.get("value")
 
 
