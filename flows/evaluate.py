@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -33,6 +33,7 @@ from formwork.db.models import Calibration, EvalRun, ModelCall, Record, Run, Run
 from formwork.db.session import session_factory
 from formwork.db.store import store_records
 from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
+from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import Schema, load_checked_schema
 from formwork.tasks.evaluation.calibration import (
     LEVEL,
@@ -178,7 +179,7 @@ def _checked(target: float, calibrate: bool, verify: bool, export: str | None) -
         raise ValueError("--export writes the calibration --calibrate stores: add --calibrate")
 
 
-@flow(name="evaluate", validate_parameters=True)
+@secret_free_flow("evaluate")
 def evaluate(
     gold: str,
     schema: str,

@@ -53,6 +53,26 @@ def test_eval_compares_modes_stores_scores_and_draws_the_numbers(
         assert drawn["field_accuracy"][row.mode] == [row.scores["field_accuracy"][f] for f in drawn["fields"]]
 
 
+def test_eval_hands_the_database_url_to_its_flow_through_the_environment(
+    prefect_harness, monkeypatch, tmp_path
+) -> None:
+    """Issue 41 point 1: the URL from FORMWORK_DB_URL, password included, was a stored flow parameter.
+    The gold here is broken, so the flow run is created and fails before it touches the database."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    password = "eval-s3cret-41"
+    monkeypatch.setenv("FORMWORK_DB_URL", f"postgresql://reader:{password}@127.0.0.1:9/app")
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("not json\n")
+    result = runner.invoke(app, ["eval", str(gold), "--schema", "expense"])
+    assert result.exit_code == 2 and "not JSON" in " ".join(result.output.split()), result.output
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["evaluate"])))
+    assert any(run.parameters.get("gold") == str(gold) for run in runs)  # the flow did run
+    assert password not in json.dumps([run.parameters for run in runs])
+
+
 def test_mode_and_compare_together_are_refused(tmp_path) -> None:
     result = runner.invoke(app, ["eval", str(GOLD), "-s", "expense", "--mode", "one-pass", "--compare", "x"])
     assert result.exit_code == 2 and "not both" in result.output
