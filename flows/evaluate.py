@@ -142,8 +142,19 @@ def _verify(session: Session, run_id: int, report: dict[str, Any]) -> dict[str, 
 
 
 def _export_name(key: CalibrationKey) -> str:
-    model = "".join(c if c.isalnum() or c in "-_." else "-" for c in key.model)
-    return f"{key.schema_name}-v{key.schema_version}-{model}-{key.engine.replace(':', '-')}-{key.mode}.json"
+    """The file name of a key's calibration. Every part is cleaned (a schema's title is the user's:
+    "../../evil" would climb out of the folder): letters, digits, `-`, `_` and inner dots only."""
+    parts = (key.schema_name, f"v{key.schema_version}", key.model, key.engine, key.mode)
+    cleaned = ("".join(c if c.isalnum() or c in "-_." else "-" for c in part).strip(".-") for part in parts)
+    return "-".join(part or "_" for part in cleaned) + ".json"
+
+
+def _export_path(folder: Path, key: CalibrationKey) -> Path:
+    """Where `--export` writes a key's calibration; refused if it resolves outside `folder` (a link)."""
+    path = (folder / _export_name(key)).resolve()
+    if path.parent != folder.resolve():
+        raise ValueError(f"--export: {folder / _export_name(key)} resolves to {path}, outside {folder}")
+    return path
 
 
 def _publish(reports: dict[str, dict[str, Any]], title: str) -> None:
@@ -234,7 +245,7 @@ def evaluate(
                         folder = Path(export)
                         folder.mkdir(parents=True, exist_ok=True)
                         report["calibrated"]["exported"] = str(
-                            export_calibration(row, folder / _export_name(key))
+                            export_calibration(row, _export_path(folder, key))
                         )
                 if verify:
                     report["verified"] = _verify(session, context.run_id, report)

@@ -186,3 +186,27 @@ def test_compare_calibrate_stores_one_calibration_per_mode_and_exports_each(
     key = calibration_key(Settings(mode="one-pass"), expense, (local_engine, local_engine))
     assert bounds_for(None, key).applied["guarantee"].startswith("none: calibration shipped in ")
     assert "one-pass" in bounds_for(None, key).applied["guarantee"]
+
+
+def test_an_export_never_leaves_its_folder_whatever_the_schema_title(tmp_path) -> None:
+    """Issue 41 point 15: `--export FOLDER` wrote `FOLDER/../../evil-v1-….json` for a schema titled
+    `../../evil`; every part of the name is cleaned, and a path that resolves outside is refused."""
+    from formwork.flows import evaluate
+    from formwork.tasks.evaluation.key import CalibrationKey
+
+    body = json.loads((Path(__file__).parent.parent / "schemas/builtin/expense.json").read_text())
+    evil = tmp_path / "evil.json"
+    evil.write_text(json.dumps(body | {"title": "../../evil"}))
+    schema = load_schema(str(evil))
+    assert schema.name == "../../evil"
+    folder = tmp_path / "a" / "b" / "ship"
+    folder.mkdir(parents=True)
+    key = CalibrationKey(schema.name, schema.version, schema.digest, "../x/SmolLM2 135M.gguf", None,
+                         "local/../..", "two-pass", True, "m")  # fmt: skip
+    name = evaluate._export_name(key)
+    assert (folder / name).resolve().parent == folder.resolve(), name
+    assert name == f"evil-v{schema.version}-x-SmolLM2-135M.gguf-local-two-pass.json"
+    assert evaluate._export_path(folder, key) == folder.resolve() / name
+    (folder / name).symlink_to(tmp_path / "elsewhere.json")  # a link planted in the folder
+    with pytest.raises(ValueError, match="outside"):
+        evaluate._export_path(folder, key)
