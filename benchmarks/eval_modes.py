@@ -14,6 +14,7 @@ import json
 import tempfile
 from pathlib import Path
 
+from formwork.flows.cli.common import database_in_environment
 from formwork.flows.evaluate import evaluate
 from formwork.flows.prefect_env import apply_defaults, without_heartbeat
 from formwork.tasks.modes import MODES
@@ -33,10 +34,14 @@ def main() -> None:
     args = parser.parse_args()
     apply_defaults()
     gold = Path(__file__).resolve().parents[1] / "examples" / "gold" / f"{args.schema}.jsonl"
-    with tempfile.TemporaryDirectory() as folder, without_heartbeat():
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        without_heartbeat(),
+        database_in_environment(args.db or f"sqlite:///{folder}/eval.db"),  # never a flow parameter
+    ):
         reports = evaluate(
             str(gold), args.schema, modes=args.modes.split(","), limit=args.records,
-            db_url=args.db or f"sqlite:///{folder}/eval.db", chart=str(Path(args.out).with_suffix(".png")),
+            chart=str(Path(args.out).with_suffix(".png")),
         )  # fmt: skip
     Path(args.out).write_text(json.dumps(reports, indent=1, ensure_ascii=False))
     fields = list(next(iter(reports.values()))["field_accuracy"])

@@ -7,7 +7,8 @@ source resumes where it stopped). A schema whose body changed under the same `x-
 before any write: its old results would otherwise pass for results of the new body.
 
 `db_url` is a flow parameter for deployments, and Prefect stores parameters: a URL with a password
-is refused here (put it in FORMWORK_DB_URL or formwork.toml on the worker instead).
+is refused before the run is created (flows.secret_free; put it in FORMWORK_DB_URL or formwork.toml
+on the worker instead).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import timedelta
 from itertools import islice
 from pathlib import Path
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from sqlalchemy.orm import Session
 
 from formwork.db.claims import left_behind
@@ -26,8 +27,8 @@ from formwork.db.session import session_factory
 from formwork.db.store import check_schema_body, records_without_result, store_records
 from formwork.db.watermarks import advance_watermark, rows_since_watermark
 from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
+from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import Schema, load_checked_schema
-from formwork.tasks.redact import refuse_secret
 from formwork.tasks.settings import Settings
 from formwork.tasks.sources import InputRecord, read_records
 from formwork.tasks.sources.sql import SqlRows, SqlSelection, sql_selection, url_label
@@ -73,7 +74,7 @@ def source_label(source: str, sql: SqlSelection | None = None) -> str:
     return f"{url_label(source)}#{sql.label()}" if sql else str(Path(source).resolve())
 
 
-@flow(name="batch_extract", validate_parameters=True)
+@secret_free_flow("batch_extract")
 def batch_extract(
     source: str,
     schema: str,
@@ -89,8 +90,6 @@ def batch_extract(
 ) -> RunSummary:
     """Extract `schema` from every record of `source` (JSONL, CSV, a folder of .txt files, or a
     database URL with `query` or `table`: only rows new or changed since the last finished run)."""
-    refuse_secret("db_url", db_url, "set FORMWORK_DB_URL")
-    refuse_secret("source", source, "use PGPASSWORD")
     settings = Settings(**({"db_url": db_url} if db_url else {}))
     chosen = load_checked_schema(schema)
     sql = sql_selection(source, query, table, id_column, text_column, updated_column)

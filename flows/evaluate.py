@@ -23,7 +23,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -33,6 +33,7 @@ from formwork.db.models import Calibration, EvalRun, ModelCall, Record, Run, Run
 from formwork.db.session import session_factory
 from formwork.db.store import store_records
 from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
+from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import Schema, load_checked_schema
 from formwork.tasks.confidence.certify import LEVEL, TARGET, lower_bound
 from formwork.tasks.evaluation.calibration import GoldRow, calibrate, field_targets
@@ -137,8 +138,19 @@ def _verify(session: Session, run_id: int, schema: Schema, rows: list[GoldRow], 
 
 
 def _export_name(key: CalibrationKey) -> str:
-    model = "".join(c if c.isalnum() or c in "-_." else "-" for c in key.model)
-    return f"{key.schema_name}-v{key.schema_version}-{model}-{key.engine.replace(':', '-')}-{key.mode}.json"
+    """The file name of a key's calibration. Every part is cleaned (a schema's title is the user's:
+    "../../evil" would climb out of the folder): letters, digits, `-`, `_` and inner dots only."""
+    parts = (key.schema_name, f"v{key.schema_version}", key.model, key.engine, key.mode)
+    cleaned = ("".join(c if c.isalnum() or c in "-_." else "-" for c in part).strip(".-") for part in parts)
+    return "-".join(part or "_" for part in cleaned) + ".json"
+
+
+def _export_path(folder: Path, key: CalibrationKey) -> Path:
+    """Where `--export` writes a key's calibration; refused if it resolves outside `folder` (a link)."""
+    path = (folder / _export_name(key)).resolve()
+    if path.parent != folder.resolve():
+        raise ValueError(f"--export: {folder / _export_name(key)} resolves to {path}, outside {folder}")
+    return path
 
 
 def _publish(reports: dict[str, dict[str, Any]], title: str) -> None:
@@ -174,7 +186,7 @@ def _checked(target: float, calibrate: bool, verify: bool, export: str | None) -
         raise ValueError("--export writes the calibration --calibrate stores: add --calibrate")
 
 
-@flow(name="evaluate", validate_parameters=True)
+@secret_free_flow("evaluate")
 def evaluate(
     gold: str,
     schema: str,
@@ -227,7 +239,7 @@ def evaluate(
                         folder = Path(export)
                         folder.mkdir(parents=True, exist_ok=True)
                         report["calibrated"]["exported"] = str(
-                            export_calibration(row, folder / _export_name(key))
+                            export_calibration(row, _export_path(folder, key))
                         )
                 if verify:
                     report["verified"] = _verify(session, context.run_id, chosen, rows, report)

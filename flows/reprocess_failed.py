@@ -18,14 +18,15 @@ from collections import defaultdict
 from datetime import timedelta
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import get_run_logger
 
 from formwork.db.queries import RunSummary
 from formwork.db.queue import Claim, claim_due, record_failure, release_stale
 from formwork.db.session import session_factory
 from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
+from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
-from formwork.tasks.redact import redact, refuse_secret
+from formwork.tasks.redact import redact
 from formwork.tasks.settings import Settings
 
 
@@ -40,7 +41,7 @@ def secret_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in overrides.items() if k in secret or redact(str(v)) != str(v)}
 
 
-@flow(name="reprocess_failed", validate_parameters=True)
+@secret_free_flow("reprocess_failed")
 def reprocess_failed(
     db_url: str | None = None,
     limit: int = 100,
@@ -48,7 +49,6 @@ def reprocess_failed(
     worker: str | None = None,
 ) -> list[RunSummary]:
     """Claim up to `limit` due queue entries and run them through both passes again."""
-    refuse_secret("db_url", db_url, "set FORMWORK_DB_URL")
     secret = sorted(secret_overrides(overrides or {}))
     if secret:
         raise ValueError(

@@ -51,12 +51,6 @@ def redact(text: str) -> str:
     return text
 
 
-def refuse_secret(name: str, value: str | None, fix: str) -> None:
-    """Raise ValueError when a flow parameter carries a secret: Prefect stores parameters as given."""
-    if value and redact(value) != value:
-        raise ValueError(f"{name} must not carry a password (flow parameters are stored): {fix}")
-
-
 def install_log_redaction() -> None:
     """Redact every log record this process creates (Prefect's included), once, at its creation."""
     previous = logging.getLogRecordFactory()

@@ -274,9 +274,38 @@ def test_the_model_file_hash_tells_two_files_of_one_name_apart_and_is_computed_o
     assert fingerprint.file_hash(first) != fingerprint.file_hash(second)
     misses = fingerprint._digest.cache_info().misses
     fingerprint.file_hash(first)
-    assert fingerprint._digest.cache_info().misses == misses  # cached
+    assert fingerprint._digest.cache_info().misses == misses  # cached by path, inode, size and times
     second.write_bytes(b"weights three")  # a changed file is hashed again
     assert fingerprint.file_hash(second) == hashlib.sha256(b"weights three").hexdigest()
+
+
+@pytest.mark.parametrize("how", ["renamed over", "written in place"])
+def test_a_file_replaced_with_the_same_size_and_mtime_is_hashed_again(tmp_path, how: str) -> None:
+    """Issue 41 point 12: a model file replaced by another of the same size, its mtime kept (`cp -p`,
+    rsync -t, an unpacked archive), reused the old hash in a long-lived worker, so a calibration of
+    the old weights applied to the new ones. The cache key holds the inode and ctime too."""
+    import hashlib
+    import os
+    import time
+
+    from formwork.tasks.engines import fingerprint
+
+    path, other = tmp_path / "model.gguf", tmp_path / "incoming.gguf"
+    path.write_bytes(b"weights one")
+    old = os.stat(path)
+    assert fingerprint.file_hash(path) == hashlib.sha256(b"weights one").hexdigest()
+    time.sleep(0.05)  # a copy takes time: past the kernel's coarse clock tick, which stamps ctime
+    if how == "renamed over":
+        other.write_bytes(b"weights two")
+        os.utime(other, ns=(old.st_atime_ns, old.st_mtime_ns))
+        os.replace(other, path)
+    else:
+        with path.open("r+b") as handle:
+            handle.write(b"weights two")
+        os.utime(path, ns=(old.st_atime_ns, old.st_mtime_ns))
+    now = os.stat(path)
+    assert (now.st_size, now.st_mtime_ns) == (old.st_size, old.st_mtime_ns)  # the old key would match
+    assert fingerprint.file_hash(path) == hashlib.sha256(b"weights two").hexdigest()
 
 
 def test_verification_says_held_broken_or_too_few_to_tell_per_field() -> None:

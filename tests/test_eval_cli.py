@@ -53,6 +53,26 @@ def test_eval_compares_modes_stores_scores_and_draws_the_numbers(
         assert drawn["field_accuracy"][row.mode] == [row.scores["field_accuracy"][f] for f in drawn["fields"]]
 
 
+def test_eval_hands_the_database_url_to_its_flow_through_the_environment(
+    prefect_harness, monkeypatch, tmp_path
+) -> None:
+    """Issue 41 point 1: the URL from FORMWORK_DB_URL, password included, was a stored flow parameter.
+    The gold here is broken, so the flow run is created and fails before it touches the database."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    password = "eval-s3cret-41"
+    monkeypatch.setenv("FORMWORK_DB_URL", f"postgresql://reader:{password}@127.0.0.1:9/app")
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("not json\n")
+    result = runner.invoke(app, ["eval", str(gold), "--schema", "expense"])
+    assert result.exit_code == 2 and "not JSON" in " ".join(result.output.split()), result.output
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=["evaluate"])))
+    assert any(run.parameters.get("gold") == str(gold) for run in runs)  # the flow did run
+    assert password not in json.dumps([run.parameters for run in runs])
+
+
 def test_mode_and_compare_together_are_refused(tmp_path) -> None:
     result = runner.invoke(app, ["eval", str(GOLD), "-s", "expense", "--mode", "one-pass", "--compare", "x"])
     assert result.exit_code == 2 and "not both" in result.output
@@ -166,3 +186,27 @@ def test_compare_calibrate_stores_one_calibration_per_mode_and_exports_each(
     key = calibration_key(Settings(mode="one-pass"), expense, (local_engine, local_engine))
     assert bounds_for(None, key).applied["guarantee"].startswith("none: calibration shipped in ")
     assert "one-pass" in bounds_for(None, key).applied["guarantee"]
+
+
+def test_an_export_never_leaves_its_folder_whatever_the_schema_title(tmp_path) -> None:
+    """Issue 41 point 15: `--export FOLDER` wrote `FOLDER/../../evil-v1-….json` for a schema titled
+    `../../evil`; every part of the name is cleaned, and a path that resolves outside is refused."""
+    from formwork.flows import evaluate
+    from formwork.tasks.evaluation.key import CalibrationKey
+
+    body = json.loads((Path(__file__).parent.parent / "schemas/builtin/expense.json").read_text())
+    evil = tmp_path / "evil.json"
+    evil.write_text(json.dumps(body | {"title": "../../evil"}))
+    schema = load_schema(str(evil))
+    assert schema.name == "../../evil"
+    folder = tmp_path / "a" / "b" / "ship"
+    folder.mkdir(parents=True)
+    key = CalibrationKey(schema.name, schema.version, schema.digest, "../x/SmolLM2 135M.gguf", None,
+                         "local/../..", "two-pass", True, "m")  # fmt: skip
+    name = evaluate._export_name(key)
+    assert (folder / name).resolve().parent == folder.resolve(), name
+    assert name == f"evil-v{schema.version}-x-SmolLM2-135M.gguf-local-two-pass.json"
+    assert evaluate._export_path(folder, key) == folder.resolve() / name
+    (folder / name).symlink_to(tmp_path / "elsewhere.json")  # a link planted in the folder
+    with pytest.raises(ValueError, match="outside"):
+        evaluate._export_path(folder, key)

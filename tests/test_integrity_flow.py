@@ -90,7 +90,8 @@ def test_secrets_never_reach_errors_flow_parameters_or_the_wire_unasked(tmp_path
         keyed.complete([{"role": "user", "content": "hi"}], Sampling(4))
         assert fake.requests[-1]["headers"]["Authorization"] == "Bearer sk-test-0123456789"
     with pytest.raises(ValueError, match="must not carry a password"):
-        batch_extract.fn("in.jsonl", "expense", db_url="postgresql://u:pw@db/x")
+        batch_extract.validate_parameters({"source": "in.jsonl", "schema": "expense",
+                                           "db_url": "postgresql://u:pw@db/x"})  # fmt: skip
     import logging
 
     from formwork.flows.prefect_env import quiet_and_redacted

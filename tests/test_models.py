@@ -9,6 +9,7 @@ the real parts from the package index. A part changed by one byte is refused and
 from __future__ import annotations
 
 import hashlib
+import os
 import zipfile
 from pathlib import Path
 
@@ -67,9 +68,87 @@ def test_install_assembles_the_parts_in_order_verifies_them_and_never_imports_th
     path = installed_path(model.name)
     assert path == model_file(model) and path.read_bytes() == b"".join(PARTS)
     assert f"sha256 {model.sha256}" in result.output and not marker.exists()
-    assert sorted(p.name for p in path.parent.iterdir()) == ["tiny-test.gguf"]  # no wheels, no partial
+    assert sorted(p.name for p in path.parent.iterdir()) == ["tiny-test.gguf", "tiny-test.gguf.lock"]
     again = CliRunner().invoke(app, ["models", "install", model.name])
     assert again.exit_code == 0 and "already installed" in again.output
+
+
+def test_two_installs_at_once_install_once_and_the_second_says_so(tiny, monkeypatch) -> None:
+    """Issue 41 point 14: two installs of one model shared `NAME.gguf.partial`, and one ended in a
+    traceback. Here two threads run the real installer (pip included); the first holds back its
+    assembly until the second has started, so both would write at once. Now the second waits for the
+    first's lock and finds the model installed by it."""
+    import threading
+
+    from formwork.tasks.engines.model_install import install
+
+    model, folder, marker = tiny
+    big = [bytes([index]) * (8 << 20) for index in range(1, 4)]  # 24 MB: writes take turns between threads
+    for index, (name, data) in enumerate(zip(model.parts, big, strict=True), start=1):
+        _wheel(folder, name, index, data, marker)
+    whole = b"".join(big)
+    digest = hashlib.sha256(whole).hexdigest()
+    model = KnownModel(model.name, model.title, len(whole), "MIT", "tests", digest, model.parts, VERSION)
+    monkeypatch.setitem(CATALOGUE, model.name, model)
+    second_started = threading.Event()
+    heard: dict[str, list[str]] = {"first": [], "second": []}
+    outcomes: dict[str, object] = {}
+
+    def first_says(step: str) -> None:
+        heard["first"].append(step)
+        if step.startswith("assembling"):
+            second_started.wait(60)  # the second is now waiting for the lock, or assembling too
+
+    def second_says(step: str) -> None:
+        heard["second"].append(step)
+        if step.startswith(("assembling", "waiting")):
+            second_started.set()
+
+    def run(who: str, say) -> None:
+        try:
+            outcomes[who] = install(model, say=say)
+        except Exception as exc:  # the outcome is what is asserted
+            outcomes[who] = exc
+
+    first = threading.Thread(target=run, args=("first", first_says))
+    first.start()
+    while not heard["first"]:  # the first holds the lock once it says anything
+        first.join(0.01)
+    second = threading.Thread(target=run, args=("second", second_says))
+    second.start()
+    first.join(120)
+    second.join(120)
+    assert not [o for o in outcomes.values() if isinstance(o, Exception)], outcomes
+    assert outcomes["first"] == (model_file(model), False) and outcomes["second"] == (model_file(model), True)
+    assert model_file(model).read_bytes() == whole
+    assert any(step.startswith("waiting for another install") for step in heard["second"]), heard
+    assert not any(step.startswith("downloading") for step in heard["second"])  # nothing fetched twice
+    left = sorted(p.name for p in model_file(model).parent.iterdir())
+    assert left == ["tiny-test.gguf", "tiny-test.gguf.lock"]  # no partial file, no wheels
+
+
+def test_two_install_commands_at_once_both_end_well(tiny) -> None:
+    """The same race through the command, in two real processes: each exits 0 without a traceback, one
+    installs, and the other says the model was installed by the other install (or, started late,
+    that it is already installed)."""
+    import subprocess
+    import sys
+
+    model = tiny[0]
+    script = (
+        "import sys\n"
+        "from formwork.tasks.engines.models import CATALOGUE, KnownModel\n"
+        f"CATALOGUE[{model.name!r}] = KnownModel(*{tuple(model.__dict__.values())!r})\n"
+        "from formwork.flows.cli import app\n"
+        f"app(['models', 'install', {model.name!r}])\n"
+    )
+    both = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, env={**os.environ, "COLUMNS": "300"}) for _ in range(2)]  # fmt: skip
+    said = [" ".join(p.communicate(timeout=120)[0].split()) for p in both]
+    assert [p.returncode for p in both] == [0, 0] and not any("Traceback" in s for s in said), said
+    assert sum("installed and verified" in s for s in said) == 1, said
+    assert any("installed by another install meanwhile" in s or "already installed" in s for s in said)
+    assert model_file(model).read_bytes() == b"".join(PARTS)
 
 
 def test_a_tampered_part_is_refused_and_no_file_is_left(tiny) -> None:
@@ -81,7 +160,7 @@ def test_a_tampered_part_is_refused_and_no_file_is_left(tiny) -> None:
     assert result.exit_code == 2
     said = " ".join(result.output.split())
     assert "not the catalogue's" in said and f"run formwork models install {model.name} again" in said
-    assert not model_file(model).parent.exists() or not any(model_file(model).parent.iterdir())
+    assert [p.name for p in model_file(model).parent.iterdir()] == ["tiny-test.gguf.lock"]  # the lock only
     with pytest.raises(ModelUnavailable, match=f"run formwork models install {model.name}"):
         installed_path(model.name)
 

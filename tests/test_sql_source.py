@@ -360,13 +360,13 @@ def test_rows_a_killed_run_claimed_are_processed_and_the_watermark_waits_for_the
 )
 def test_passwords_in_query_strings_dsns_and_with_slashes_are_masked(secret_url: str) -> None:
     """Issue 20 point 11: these reached records.source, runs.source and Prefect's flow parameters."""
-    from formwork.tasks.redact import refuse_secret
+    from formwork.flows.secret_free import refuse_secret_parameters
     from formwork.tasks.sources.sql import source_in_environment
 
     secret = "s3cret"
     assert secret not in redact(secret_url) and "***" in redact(secret_url)
     with pytest.raises(ValueError, match="must not carry a password"):
-        refuse_secret("source", secret_url, "use PGPASSWORD")
+        refuse_secret_parameters({"source": secret_url})
     if "://" in secret_url:
         assert secret not in url_label(secret_url)
         with source_in_environment(secret_url) as parameter:  # what the CLI hands Prefect

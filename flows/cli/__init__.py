@@ -6,7 +6,6 @@ Commands print data to stdout (tables, JSONL, CSV) and progress and errors to st
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 from enum import StrEnum
@@ -153,10 +152,12 @@ def results(
 
 
 def _write_csv(rows: list[dict]) -> None:
+    """One line per record; a cell that begins like a spreadsheet formula is text (tasks.spreadsheet)."""
     from formwork.flows.verdicts import summary_line
+    from formwork.tasks.spreadsheet import Writer
 
     fields = sorted({key for row in rows for key in (row["data"] or {})})
-    writer = csv.writer(sys.stdout)
+    writer = Writer(sys.stdout)
     writer.writerow(
         ["record", "status", "reasoning_finish", "formatting_finish", "attempts", "errors", "verdicts",
          *fields]

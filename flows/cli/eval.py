@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from formwork.flows.cli.common import DbOption, err, fail, out, resolve_db
+from formwork.flows.cli.common import DbOption, database_in_environment, err, fail, out, resolve_db
 from formwork.tasks.evaluation.gold import HALVES
 
 
@@ -150,9 +150,9 @@ def eval_gold(
     chart = chart or Path(f"eval-{Path(schema).stem}.png")
     err.print(f"evaluating {gold} ({', '.join(modes or ['the configured mode'])}); this runs the model")
     try:
-        with without_heartbeat():
+        with without_heartbeat(), database_in_environment(resolve_db(db)):  # never a (stored) parameter
             reports = evaluate(
-                str(gold), schema, modes=modes, limit=limit, db_url=resolve_db(db), chart=str(chart),
+                str(gold), schema, modes=modes, limit=limit, chart=str(chart),
                 calibrate=calibrate, target=target, verify=verify, half=half,  # type: ignore[arg-type]
                 export=str(export) if export else None,
             )  # fmt: skip

@@ -61,9 +61,13 @@ def install_model(
         return
     started = time.monotonic()
     try:
-        path = install(model, say=lambda step: err.print(f"{model.name}: {step}", soft_wrap=True))
+        path, by_other = install(model, say=lambda step: err.print(f"{model.name}: {step}", soft_wrap=True),
+                                 force=force)  # fmt: skip
     except InstallFailed as exc:
         fail(str(exc))
+    if by_other:
+        out.print(f"{model.name} was installed by another install meanwhile: {path}", soft_wrap=True)
+        return
     took = time.monotonic() - started
     out.print(f"{model.name} installed and verified (sha256 {model.sha256}) in {took:.0f} s: {path}",
               soft_wrap=True)  # fmt: skip

@@ -2,9 +2,12 @@
 
 Two different files may share a name (every fine-tune saved as `model.gguf`), and a calibration holds
 for the probabilities of one set of weights, so an embedded model is known by the sha256 of its GGUF
-file. Hashing a gigabyte takes seconds, so the digest is cached by path, size and modification time:
-computed once per file version, again only when the file changes. A served model (vLLM, an
-OpenAI-compatible server) is known by the name it serves under: no file to hash, so None.
+file. Hashing a gigabyte takes seconds, so the digest is cached per file version: by path, device,
+inode, size, modification and change time. Size and mtime alone were not enough: a file copied over
+the old one with its mtime kept (`cp -p`, `rsync -t`, an unpacked archive) matched them and reused the
+old hash in a long-lived worker. A rename over the path gives a new inode, and any write or `utime`
+moves the ctime, which no user can set back. A served model (vLLM, an OpenAI-compatible server) is
+known by the name it serves under: no file to hash, so None.
 """
 
 from __future__ import annotations
@@ -19,8 +22,8 @@ CHUNK = 1 << 20
 
 
 @cache
-def _digest(path: str, size: int, mtime_ns: int) -> str:
-    """sha256 of the file as it was at (size, mtime_ns); those two are only the cache key."""
+def _digest(path: str, version: tuple[int, ...]) -> str:
+    """sha256 of the file; `version` (its stat: device, inode, size, mtime, ctime) is only the cache key."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(CHUNK):
@@ -29,9 +32,10 @@ def _digest(path: str, size: int, mtime_ns: int) -> str:
 
 
 def file_hash(path: Path) -> str:
-    """The sha256 of `path`, computed once per (path, size, mtime)."""
+    """The sha256 of `path`, computed once per version of the file (the module docstring)."""
     stat = path.stat()
-    return _digest(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    version = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    return _digest(str(path.resolve()), version)
 
 
 def model_hash(engine: Engine) -> str | None:

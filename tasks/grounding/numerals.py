@@ -6,7 +6,10 @@ Europe, cn2an for Chinese and Japanese numerals.
   keeps "one coffee" or "un café" from reading as amounts; ordinals ("third") are no amounts. Only
   the record's own languages are read (`language.languages`: "Otto paid the taxi" is English, and
   backs no Italian 8), and a capitalised word inside a name is no number ("the Elf Hotel", "Cafe
-  Mille"): one after a word of the same sentence, or before another capitalised word.
+  Mille"): one after a word of the same sentence, or before another capitalised word. Number words
+  joined by a hyphen to digits or a word are a name too ("7-Eleven" backs no 11, nor "Eleven-Madison"),
+  unless that word is another number the text writes in words (a range, "ten-twelve") or a currency
+  ("a twenty-five-dollar fare"); the hyphens inside a number ("forty-two", "vingt-cinq") are its own.
 - Chinese and Japanese numerals: runs of 零一二…九十百千万亿 (两, 〇, 萬, 億, 壹贰…, digits before a
   unit: 1.2万, ３千) read by `cn2an.cn2an(run, "smart")`; colloquial money forms around it: 十二块五 is
   12.5 (块/元 then one digit: tenths), 三元五角 is 3.5. A single numeral reads only before a counter
@@ -26,7 +29,7 @@ from decimal import Decimal
 from functools import cache
 
 from formwork.tasks.grounding.language import languages as detected
-from formwork.tasks.grounding.reading import Reading
+from formwork.tasks.grounding.reading import Reading, inside
 
 WORD_LANGUAGES = ("en", "fr", "es", "pt", "de", "nl", "da", "it")
 TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -58,6 +61,9 @@ CURRENCY_WORDS = frozenset(
     {"euro", "euros", "dollar", "dollars", "franken", "francs", "franc", "pfund", "kronen"}
 )
 UNIT = {"千": 3, "万": 4, "萬": 4, "亿": 8, "億": 8}
+HYPHENS = "-\u2010\u2011"  # hyphen-minus, hyphen, non-breaking hyphen
+RUN_BEFORE = re.compile(r"[^\W_]+$")  # the letters or digits just before a hyphen
+RUN_AFTER = re.compile(r"[^\W_]+")
 DIGIT_UNIT = re.compile(rf"^([{DIGIT}]+(?:[.．][{DIGIT}]+)?)([千万萬亿億])$")
 
 
@@ -96,7 +102,22 @@ def word_readings(text: str, languages: tuple[str, ...] | None = None) -> list[R
             if hit.is_ordinal or not any(c.isalpha() for c in written) or _in_name(text, tokens, hit):
                 continue
             found.setdefault(span, Reading(Decimal(hit.text), span, "normalised"))
-    return list(found.values())
+    numbers = list(found)
+    return [reading for span, reading in found.items() if not _hyphenated(text, span, numbers)]
+
+
+def _hyphenated(text: str, span: tuple[int, int], numbers: list[tuple[int, int]]) -> bool:
+    """Whether the number words at `span` are joined by a hyphen to digits or a word that is neither
+    one of the text's other `numbers` in words nor a currency: part of a name, "7-Eleven"."""
+    joined = []
+    if span[0] >= 2 and text[span[0] - 1] in HYPHENS:
+        before = RUN_BEFORE.search(text, max(0, span[0] - 41), span[0] - 1)
+        joined += [before.span()] if before else []
+    if span[1] < len(text) and text[span[1]] in HYPHENS:
+        after = RUN_AFTER.match(text, span[1] + 1)
+        joined += [after.span()] if after else []
+    return any(not inside(run, numbers) and text[run[0] : run[1]].lower() not in CURRENCY_WORDS
+               for run in joined)  # fmt: skip
 
 
 def _in_name(text: str, tokens: list[_Token], hit: object) -> bool:
