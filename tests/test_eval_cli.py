@@ -17,6 +17,7 @@ from formwork.tasks.evaluation.gold import GoldProblem, load_gold
 
 runner = CliRunner()
 GOLD = Path(__file__).parent.parent / "examples" / "gold" / "expense.jsonl"
+EXPENSE_FIELDS = ("who", "date", "amount", "currency", "category", "project")
 
 
 @pytest.mark.slow
@@ -29,7 +30,8 @@ def test_eval_compares_modes_stores_scores_and_draws_the_numbers(
     args = ["eval", str(GOLD), "--schema", "expense", "--compare", "one-pass,prompt-json", "--limit", "2"]
     result = runner.invoke(app, [*args, "--db", db, "--chart", str(chart)])
     assert result.exit_code == 0, result.output
-    for shown in ("outcomes per mode", "precision of ok", "per-field accuracy", "currency", "parse steps"):
+    for shown in ("outcomes per mode", "precision of ok", "per-field accuracy", "currency", "parse steps",
+                  "certified values per field"):  # fmt: skip
         assert shown in result.output
 
     with session_factory(db)() as session:
@@ -39,7 +41,9 @@ def test_eval_compares_modes_stores_scores_and_draws_the_numbers(
             assert session.get(Run, row.run_id).flow == "evaluate"
             assert row.records == 2 and sum(row.scores["outcomes"].values()) == 2
             assert 0 <= row.scores["share_ok"] <= 1 and row.scores["calls"] >= 2
-            assert len(row.scores["calibration"]) == 10 and row.scores["calibration"][0]["threshold"] == 0.0
+            counts = row.scores["certified"]  # per field: values, certified, and certified right
+            assert set(counts) == set(EXPENSE_FIELDS) and all(c["values"] == 2 for c in counts.values())
+            assert all(c["right"] <= c["certified"] <= c["values"] for c in counts.values())
         assert evals[0].run_id != evals[1].run_id
         assert sum(evals[1].scores["parse_steps"].values()) == evals[1].scores["calls"]
 
@@ -153,7 +157,7 @@ def test_compare_calibrate_stores_one_calibration_per_mode_and_exports_each(
     """Defect 3: `--compare two-pass,one-pass --calibrate` left the last mode's threshold in force for
     both; now each mode's calibration is stored under its own key, applies to that mode only, and
     `--export` writes each as a file to ship, which a run then finds by its full key."""
-    from formwork.db.calibrations import bounds_for
+    from formwork.db.calibrations import policy_for
     from formwork.db.models import Calibration
     from formwork.schemas.registry import load_schema as schema_of
     from formwork.tasks.evaluation import shipped
@@ -178,14 +182,15 @@ def test_compare_calibrate_stores_one_calibration_per_mode_and_exports_each(
         for row in rows:
             key = calibration_key(Settings(mode=row.mode), expense, (local_engine, local_engine))
             assert key.model_hash == row.model_hash and key.mode == row.mode
-            said = bounds_for(session, key).applied["guarantee"]  # its own mode's: no threshold on 1 row
-            assert said.startswith(f"none: calibration {row.id} reached no threshold")
+            applied = policy_for(session, key).applied  # its own mode's: no field certifies on 1 row
+            assert applied["calibration"] == row.id
+            assert applied["guarantee"].startswith("0 of 6 fields certified on 1 gold records")
     files = sorted(p.name for p in ship.glob("*.json"))
     assert len(files) == 2 and all("one-pass" in f or "two-pass" in f for f in files)
     monkeypatch.setattr(shipped, "SHIPPED", ship)
     key = calibration_key(Settings(mode="one-pass"), expense, (local_engine, local_engine))
-    assert bounds_for(None, key).applied["guarantee"].startswith("none: calibration shipped in ")
-    assert "one-pass" in bounds_for(None, key).applied["guarantee"]
+    assert policy_for(None, key).applied["calibration"].startswith("shipped in ")
+    assert "one-pass" in policy_for(None, key).applied["calibration"]
 
 
 def test_an_export_never_leaves_its_folder_whatever_the_schema_title(tmp_path) -> None:
@@ -202,7 +207,7 @@ def test_an_export_never_leaves_its_folder_whatever_the_schema_title(tmp_path) -
     folder = tmp_path / "a" / "b" / "ship"
     folder.mkdir(parents=True)
     key = CalibrationKey(schema.name, schema.version, schema.digest, "../x/SmolLM2 135M.gguf", None,
-                         "local/../..", "two-pass", True, "m")  # fmt: skip
+                         "local/../..", "two-pass", True, "m", "s", "p")  # fmt: skip
     name = evaluate._export_name(key)
     assert (folder / name).resolve().parent == folder.resolve(), name
     assert name == f"evil-v{schema.version}-x-SmolLM2-135M.gguf-local-two-pass.json"
