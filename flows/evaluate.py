@@ -200,8 +200,8 @@ def evaluate(
     half: Half | None = None,
     export: str | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Score each mode on the gold records (of one `half`, if given); return mode -> scores (with
-    `run_id` and `eval_id`).
+    """Score each mode on the gold records of `gold` (files, comma-separated; of one `half`, if given);
+    return mode -> scores (with `run_id` and `eval_id`).
 
     Without `calibrate` each mode runs as production would, its matching calibration applied; `verify`
     then says whether that calibration's guarantee held on these records. With `calibrate`, no
@@ -215,12 +215,13 @@ def evaluate(
     if unknown:
         raise ValueError(f"unknown mode {', '.join(unknown)}: use {', '.join(MODES)}")
     chosen = load_checked_schema(schema)
-    golds = load_gold(gold, chosen, limit, complete=calibrate or verify, half=half)
+    files = [Path(g).resolve() for g in gold.split(",")]
+    golds = load_gold(files, chosen, limit, complete=calibrate or verify, half=half)
     sessions = session_factory(db_url or settings.db_url)
     batch, reports = uuid.uuid4().hex[:12], {}
     with checked_engines(settings, chosen) as engines:
         for mode in modes:
-            source = f"eval:{Path(gold).resolve()}#{mode}"
+            source = f"eval:{','.join(map(str, files))}#{mode}"
             with sessions() as session:
                 ids = store_records(session, source, (InputRecord(g.id, g.text, g.meta) for g in golds))
             production = settings.model_copy(update={"mode": mode})
@@ -244,14 +245,15 @@ def evaluate(
                 if verify:
                     report["verified"] = _verify(session, context.run_id, chosen, rows, report)
                 report["warning"] = run_warning(settings.preset, settings.allow_chat_in_constrained)
-                row = EvalRun(batch=batch, run_id=context.run_id, gold_source=str(Path(gold).resolve()),
+                row = EvalRun(batch=batch, run_id=context.run_id, gold_source=",".join(map(str, files)),
                               schema_name=chosen.name, schema_version=chosen.version, mode=mode,
                               records=len(golds), scores=report)  # fmt: skip
                 session.add(row)
                 session.commit()
                 reports[mode] = report | {"run_id": context.run_id, "eval_id": row.id}
             get_run_logger().info("eval %s, %s: %s", batch, mode, report["outcomes"])
-    title = f"{chosen.label} on {Path(gold).name}, {len(golds)} records, {settings.engine} engine"
+    names = ", ".join(f.name for f in files)
+    title = f"{chosen.label} on {names}, {len(golds)} records, {settings.engine} engine"
     _publish(reports, title)
     if chart:
         from formwork.tasks.evaluation.chart import write_chart

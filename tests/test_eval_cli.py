@@ -215,3 +215,16 @@ def test_an_export_never_leaves_its_folder_whatever_the_schema_title(tmp_path) -
     (folder / name).symlink_to(tmp_path / "elsewhere.json")  # a link planted in the folder
     with pytest.raises(ValueError, match="outside"):
         evaluate._export_path(folder, key)
+
+
+def test_one_schemas_gold_may_live_in_several_files_with_ids_unique_across_them(tmp_path) -> None:
+    expense = load_schema("expense")
+    first, second = tmp_path / "en.jsonl", tmp_path / "zh.jsonl"
+    row = {"text": "Taxi 35 EUR, 2024-03-03, Tom", "gold": FULL}
+    first.write_text(json.dumps({"id": "a", **row}) + "\n")
+    second.write_text(json.dumps({"id": "b", **row}) + "\n")
+    assert [g.id for g in load_gold([first, second], expense)] == ["a", "b"]
+    assert [g.id for g in load_gold([first, second], expense, limit=1)] == ["a"]
+    second.write_text(json.dumps({"id": "a", **row}) + "\n")
+    with pytest.raises(GoldProblem, match=r"zh\.jsonl:1: id 'a' appears twice"):
+        load_gold([first, second], expense)

@@ -100,7 +100,9 @@ def print_reports(reports: dict[str, dict[str, Any]]) -> None:
 
 
 def eval_gold(
-    gold: Annotated[Path, typer.Argument(help='a .jsonl of {"id", "text", "gold": {field: value}}')],
+    gold: Annotated[
+        list[Path], typer.Argument(help='one or more .jsonl of {"id", "text", "gold": {field: value}}')
+    ],
     schema: Annotated[str, typer.Option("--schema", "-s", help="a built-in schema name or a .json file")],
     mode: Annotated[str | None, typer.Option(help="one mode (default: the `mode` setting)")] = None,
     compare: Annotated[
@@ -148,11 +150,12 @@ def eval_gold(
         fail(f"--half is {' or '.join(HALVES)}, not {half!r}")
     modes = [m.strip() for m in compare.split(",") if m.strip()] if compare else ([mode] if mode else None)
     chart = chart or Path(f"eval-{Path(schema).stem}.png")
-    err.print(f"evaluating {gold} ({', '.join(modes or ['the configured mode'])}); this runs the model")
+    shown = ", ".join(map(str, gold))
+    err.print(f"evaluating {shown} ({', '.join(modes or ['the configured mode'])}); this runs the model")
     try:
         with without_heartbeat(), database_in_environment(resolve_db(db)):  # never a (stored) parameter
             reports = evaluate(
-                str(gold), schema, modes=modes, limit=limit, chart=str(chart),
+                ",".join(map(str, gold)), schema, modes=modes, limit=limit, chart=str(chart),
                 calibrate=calibrate, target=target, verify=verify, half=half,  # type: ignore[arg-type]
                 export=str(export) if export else None,
             )  # fmt: skip

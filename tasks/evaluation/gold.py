@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -47,46 +48,51 @@ def half_of(record_id: str) -> Half:
 
 
 def load_gold(
-    path: str | Path, schema: Schema, limit: int | None = None, *, complete: bool = False,
-    half: Half | None = None,
+    paths: str | Path | Sequence[str | Path], schema: Schema, limit: int | None = None, *,
+    complete: bool = False, half: Half | None = None,
 ) -> list[GoldRecord]:  # fmt: skip
-    """The first `limit` gold records of the file (of one `half`, if given), every line checked;
-    `complete`: every row must name every field of the schema (for calibration)."""
-    path = Path(path)
-    if not path.is_file():
-        raise GoldProblem(f"{path}: no such gold file")
+    """The first `limit` gold records of the files, in order (of one `half`, if given), every line
+    checked and every id unique across them (`formwork eval a.jsonl b.jsonl`: one schema's gold may
+    live in several files, by language say); `complete`: every row must name every field of the schema
+    (for calibration)."""
+    files = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
     records: list[GoldRecord] = []
     seen: set[str] = set()
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise GoldProblem(f"{where}: not JSON ({exc.msg})") from exc
-        if not isinstance(row, dict) or not isinstance(row.get("text"), str) or "id" not in row:
-            raise GoldProblem(f'{where}: a gold line needs "id", "text" and "gold"')
-        gold = row.get("gold")
-        if not isinstance(gold, dict):
-            raise GoldProblem(f'{where}: "gold" must be an object of field: value')
-        unknown = set(gold) - set(schema.properties)
-        if unknown:
-            raise GoldProblem(f"{where}: {schema.name} has no field {', '.join(sorted(unknown))}")
-        if complete:
-            _check_complete(where, schema, gold)
-        key = str(row["id"])
-        if key in seen:
-            raise GoldProblem(f"{where}: id {key!r} appears twice")
-        seen.add(key)
-        if half is not None and half_of(key) != half:
-            continue
-        records.append(GoldRecord(key, row["text"], gold, row.get("meta") or {}))
-        if limit is not None and len(records) >= limit:
-            break
+    for path in files:
+        if not path.is_file():
+            raise GoldProblem(f"{path}: no such gold file")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if line.strip() and (limit is None or len(records) < limit):
+                record = _record(f"{path}:{number}", line, schema, complete, seen)
+                if half is None or half_of(record.id) == half:
+                    records.append(record)
     if not records:
-        raise GoldProblem(f"{path}: no gold records" + (f" in the {half} half" if half else ""))
+        shown = ", ".join(str(f) for f in files)
+        raise GoldProblem(f"{shown}: no gold records" + (f" in the {half} half" if half else ""))
     return records
+
+
+def _record(where: str, line: str, schema: Schema, complete: bool, seen: set[str]) -> GoldRecord:
+    """One gold line, checked (see the module docstring); its id is added to `seen`."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise GoldProblem(f"{where}: not JSON ({exc.msg})") from exc
+    if not isinstance(row, dict) or not isinstance(row.get("text"), str) or "id" not in row:
+        raise GoldProblem(f'{where}: a gold line needs "id", "text" and "gold"')
+    gold = row.get("gold")
+    if not isinstance(gold, dict):
+        raise GoldProblem(f'{where}: "gold" must be an object of field: value')
+    unknown = set(gold) - set(schema.properties)
+    if unknown:
+        raise GoldProblem(f"{where}: {schema.name} has no field {', '.join(sorted(unknown))}")
+    if complete:
+        _check_complete(where, schema, gold)
+    key = str(row["id"])
+    if key in seen:
+        raise GoldProblem(f"{where}: id {key!r} appears twice")
+    seen.add(key)
+    return GoldRecord(key, row["text"], gold, row.get("meta") or {})
 
 
 def _check_complete(where: str, schema: Schema, gold: dict[str, Any]) -> None:
