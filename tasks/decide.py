@@ -70,7 +70,6 @@ def decide(schema: Schema, readings: dict[str, Verdict], policy: Policy, offered
     evidence: list[dict[str, Any]] = []
     values: list[dict[str, Any]] = []
     trust: list[dict[str, Any]] = []
-    unsure = False
     for key in keys:
         name, decisions = choose(key, paths, judged)
         kept = usable[name] if name is not None else first
@@ -79,26 +78,30 @@ def decide(schema: Schema, readings: dict[str, Verdict], policy: Policy, offered
         nulled += [n for n in kept.nulled if under(n, key)]
         evidence += [row for row in kept.evidence if under(row["path"], key)]
         values += [row for row in kept.values if under(row["path"], key)]
-        for path, decision in decisions.items():
-            trust.append(_trust_row(path, name, paths, decision, offered, competes))
-            unsure = unsure or not decision.certified
-            if decision.keeps:
-                continue
-            value = paths[name][path].value  # type: ignore[index]
-            if value is None:
-                errors.append(f"{path} null is unsure: {decision.why}; the text may hold a value")
-            else:
-                set_null(data, parse_path(path))
-                nulled.append(path)
-                errors.append(f"{path} {json.dumps(value, ensure_ascii=False)} dropped: {decision.why}")
+        trust += [
+            _trust_row(path, name, paths, decision, offered, competes) for path, decision in decisions.items()
+        ]
+    answered = any(v is not None for v in data.values())
+    read_well = not errors and not nulled and answered  # no refusal a retry may fix, no cut, an answer
+    for entry in (e for e in trust if e["dropped"]):
+        path, shown = entry["path"], json.dumps(entry["value"], ensure_ascii=False)
+        if entry["value"] is None:
+            errors.append(f"{path} null is unsure: {entry['why']}; the text may hold a value")
+            continue
+        set_null(data, parse_path(path))
+        nulled.append(path)
+        errors.append(f"{path} {shown} dropped: {entry['why']}")
     if not policy.vouched and not errors:
         errors.append(f"{UNVOUCHED}: {MEASURING if policy.kind == 'measuring' else UNCHECKED}")
-    if not any(v is not None for v in data.values()) and not schema.body.get("x-empty-ok"):
+    if not answered and not schema.body.get("x-empty-ok"):
         errors.append(f"{EMPTY_ROW}: every field is null, which is not an answer unless the schema's root "
                       "says `x-empty-ok: true`")  # fmt: skip
-    status = "partial" if errors or unsure or nulled or not policy.vouched else "ok"
+    certified = all(entry["certified"] for entry in trust)
+    status = "ok" if policy.vouched and certified and not errors and not nulled else "partial"
     verdict = Verdict(status, data, errors, sorted(set(nulled)), [], evidence, values, trust)
-    return replace(as_written(schema, verdict, {parse_path(p) for p in verdict.nulled}), trust=trust)
+    done = as_written(schema, verdict, {parse_path(p) for p in verdict.nulled})
+    unsure_only = read_well and done.status == "partial" and policy.kind != "measuring"
+    return replace(done, trust=trust, unsure_only=unsure_only)
 
 
 def _trust_row(path: str, name: str | None, paths: dict[str, dict[str, PathReading]], decision: Judged,
@@ -110,5 +113,5 @@ def _trust_row(path: str, name: str | None, paths: dict[str, dict[str, PathReadi
         "offered": offered.get(field_key(path), 0), "competes": competes, "reading": name,
         "score": None if decision.score is None else round(decision.score, 6),
         "threshold": decision.threshold, "certified": decision.certified, "dropped": not decision.keeps,
-        "why": decision.why,
+        "why": decision.why, "value": paths[name][path].value if name is not None else None,
     }  # fmt: skip

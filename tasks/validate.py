@@ -52,6 +52,7 @@ class Verdict:
     evidence: list[dict[str, Any]] = field(default_factory=list)  # `Evidence.as_row()` per value
     values: list[dict[str, Any]] = field(default_factory=list)  # every value and null as judged (`judged`)
     trust: list[dict[str, Any]] = field(default_factory=list)  # per value: the readings, score, certified
+    unsure_only: bool = False  # partial only for values no calibration certified: a stronger model may
 
     def least_confidence(self) -> float | None:
         """The least probability among the values and nulls this row keeps as passed; None when none

@@ -164,3 +164,15 @@ def test_measuring_drops_nothing_and_decides_nothing() -> None:
     assert verdict.status == "partial" and verdict.errors[0].startswith(UNVOUCHED)
     assert all(not t["certified"] and t["why"] == "measuring" for t in verdict.trust)
     assert verdict.trust[0]["offered"] == 7 and verdict.trust[0]["competes"] is True
+
+
+def test_a_row_held_only_by_its_values_thresholds_is_marked_for_a_stronger_model() -> None:
+    """Nothing a retry of the same model can change: no refusal, an answer given, only unsure values."""
+    unsure = read(who=("Maria", 0.6), amount=(42.8, 0.99), category=("meals", 0.99))
+    held = decide(SCHEMA, {"two-pass": unsure, "notes-free": unsure}, CALIBRATED, {}, False)
+    assert held.status == "partial" and held.unsure_only
+    refused = read(who=("Bob", 0.99), amount=(42.8, 0.99), category=("meals", 0.99))  # Bob: not in it
+    fixable = decide(SCHEMA, {"two-pass": refused}, CALIBRATED, {}, False)
+    assert fixable.status == "partial" and not fixable.unsure_only  # a retry told "Bob" is wrong may
+    sure = read(who=("Maria", 0.99), amount=(42.8, 0.99), category=("meals", 0.99))
+    assert not decide(SCHEMA, {"two-pass": sure, "notes-free": sure}, CALIBRATED, {}, False).unsure_only

@@ -1,0 +1,78 @@
+"""Escalation (tasks.escalation): `escalate_to` read into settings, and a row two models read combined
+value by value. The rows are judged by the real judge and held to hand-made policies."""
+
+from __future__ import annotations
+
+import pytest
+
+from formwork.tasks.confidence.policy import Policy
+from formwork.tasks.confidence.score import ScoreModel
+from formwork.tasks.decide import decide
+from formwork.tasks.escalation import EscalationProblem, combine, escalation_overrides
+from formwork.tasks.settings import Settings
+from tests.test_decide import SCHEMA, claims, read
+
+LOCAL = {"engine": "local", "local_model": "qwen2.5-coder-1.5b", "local_model_path": None}
+SURE_ALONE = Policy("calibrated", ScoreModel({"own": 1.0}), claims(0.9))  # certifies p >= 0.9
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("qwen2.5-coder-1.5b", LOCAL),
+        ("@two-readings", {"mode": "two-readings"}),
+        ("qwen2.5-coder-1.5b@two-pass", LOCAL | {"mode": "two-pass"}),
+        ("vllm:http://gpu:8000/v1#big", {"engine": "vllm", "vllm_url": "http://gpu:8000/v1",
+                                         "vllm_model": "big"}),
+        ("openai:#qwen", {"engine": "openai", "openai_model": "qwen"}),
+    ],
+)  # fmt: skip
+def test_escalate_to_names_a_model_a_mode_or_a_server(spec: str, expected: dict) -> None:
+    found = escalation_overrides(spec)
+    assert found == expected
+    Settings(**found)  # every override is a setting
+
+
+@pytest.mark.parametrize("spec", ["", "@three-pass", "  "])
+def test_an_escalation_that_names_nothing_is_refused_with_what_to_write(spec: str) -> None:
+    with pytest.raises(EscalationProblem, match=r"mode|empty"):
+        escalation_overrides(spec)
+
+
+def _second(who: tuple, amount: tuple):
+    """The stronger model's row, held to its own calibration."""
+    verdict = read(who=who, amount=amount, category=("meals", 0.99))
+    return decide(SCHEMA, {"one-pass": verdict}, SURE_ALONE, {}, False)
+
+
+def _first(who: tuple, amount: tuple) -> dict:
+    """The first model's stored row: what it kept and its trust."""
+    verdict = decide(SCHEMA, {"one-pass": read(who=who, amount=amount, category=("meals", 0.99))}, SURE_ALONE,
+                     {}, False)  # fmt: skip
+    return {"data": verdict.data, "trust": verdict.trust}
+
+
+def test_the_stronger_models_certified_values_fill_what_the_first_left_unsure() -> None:
+    first = _first(("Maria", 0.5), (42.8, 0.99))  # who unsure, amount certified
+    second = _second(("Maria", 0.97), (42.8, 0.5))
+    row = combine(SCHEMA, first, "small", second, "large")
+    assert row.status == "ok" and row.data == {"who": "Maria", "amount": 42.8, "category": "meals"}
+    by_path = {t["path"]: t["certified_by"] for t in row.trust}
+    assert by_path == {"who": "large", "amount": "small", "category": "large"}
+
+
+def test_where_both_models_certify_different_values_the_stronger_ones_wins_and_says_why() -> None:
+    first = _first(("Maria", 0.95), (42.8, 0.99))
+    second = _second(("Maria", 0.95), (3, 0.99))
+    row = combine(SCHEMA, first, "small", second, "large")
+    amount = next(t for t in row.trust if t["path"] == "amount")
+    assert row.data["amount"] == 3 and amount["certified_by"] == "large"
+    assert "large's wins over small's 42.8" in amount["why"]
+
+
+def test_a_value_neither_model_certifies_stays_unsure() -> None:
+    first = _first(("Maria", 0.5), (42.8, 0.99))
+    second = _second(("Maria", 0.6), (42.8, 0.99))
+    row = combine(SCHEMA, first, "small", second, "large")
+    assert row.status == "partial" and row.data["who"] is None
+    assert any(e.startswith("who ") and "dropped" in e for e in row.errors)
