@@ -320,3 +320,17 @@ def test_verification_says_held_broken_or_too_few_to_tell_per_field() -> None:
     assert verify([held, few], rows)["verdict"] == "too few rows to tell"
     said = verify([held, broken], rows)
     assert said["verdict"] == "broken" and "date: 40/60 right, 60/100 kept" in said["statement"]
+
+
+def test_a_served_model_is_keyed_by_what_its_server_says_of_the_weights() -> None:
+    """Issue 41 point 16: two copies served under one name (a quantised one) must not share a
+    calibration; where the server says nothing but the name, nothing tells them apart (README)."""
+    from formwork.tasks.engines.http_base import served_identity
+
+    bf16 = {"id": "qwen", "root": "/models/qwen-bf16", "max_model_len": 4096, "created": 1}
+    awq = {"id": "qwen", "root": "/models/qwen-awq", "max_model_len": 4096, "created": 1}
+    assert served_identity(bf16) != served_identity(awq) and served_identity(bf16).startswith("served:")
+    assert served_identity(bf16 | {"created": 2}) == served_identity(bf16)  # a restart is no new weights
+    llama = {"id": "m", "meta": {"n_params": 1_540_000_000, "size": 1_117_320_768, "n_vocab": 151_936}}
+    assert served_identity(llama) is not None
+    assert served_identity({"id": "qwen", "object": "model", "owned_by": "library"}) is None  # Ollama

@@ -125,6 +125,13 @@ def test_check_passes_on_the_real_server(engine: VllmServerEngine, vllm_server: 
     assert info.model == vllm_server.model
     assert vllm_server.model in info.served
     assert info.version[0].isdigit(), info.version
+    # issue 41 point 16: vLLM reports the weights' path (`root`), so a calibration keys on more than the
+    # served name, and the same weights always give the same key
+    from formwork.tasks.engines.fingerprint import model_hash
+
+    assert model_hash(engine) is not None and model_hash(engine).startswith("served:")
+    engine.served_models()
+    assert model_hash(engine) == engine.identity
 
 
 @pytest.mark.vllm

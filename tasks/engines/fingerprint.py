@@ -6,8 +6,9 @@ file. Hashing a gigabyte takes seconds, so the digest is cached per file version
 inode, size, modification and change time. Size and mtime alone were not enough: a file copied over
 the old one with its mtime kept (`cp -p`, `rsync -t`, an unpacked archive) matched them and reused the
 old hash in a long-lived worker. A rename over the path gives a new inode, and any write or `utime`
-moves the ctime, which no user can set back. A served model (vLLM, an OpenAI-compatible server) is
-known by the name it serves under: no file to hash, so None.
+moves the ctime, which no user can set back. A served model (vLLM, an OpenAI-compatible server) has no
+file to hash: it is known by the name it serves under and what the server reports of the weights
+behind it (vLLM's `root`, the path they were loaded from), where it reports anything.
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ def file_hash(path: Path) -> str:
 
 
 def model_hash(engine: Engine) -> str | None:
-    """The content hash of the engine's model file (embedded engine), None for a served model."""
+    """The content hash of the engine's model file (embedded engine); for a served model, a hash of what
+    its server reports of the weights (`http_base.served_identity`; one for a replica set whose
+    members agree), None where it reports nothing beyond the name."""
     path = getattr(engine, "model_path", None)
-    return file_hash(Path(path)) if path else None
+    if path:
+        return file_hash(Path(path))
+    members = getattr(engine, "replicas", None) or [engine]
+    told = {getattr(member, "identity", None) for member in members}
+    return told.pop() if len(told) == 1 else None

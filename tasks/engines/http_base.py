@@ -16,6 +16,7 @@ transport is the same and lives here once:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import time
@@ -98,6 +99,8 @@ class HttpEngine:
         self.timeout_s = timeout_s
         self.context_window: int | None = None  # the server's max_model_len, read with the model list
         self.vocabulary: int | None = None  # the model's vocabulary size, where the model list states it
+        # what the server says of the weights behind the served name, hashed (fingerprint.model_hash)
+        self.identity: str | None = None
         self._lock = threading.Lock()
         register_secret(api_key)
         self._client = httpx.Client(
@@ -157,6 +160,7 @@ class HttpEngine:
             meta = entry.get("meta")
             if isinstance(meta, dict) and isinstance(meta.get("n_vocab"), int):
                 self.vocabulary = meta["n_vocab"]
+            self.identity = served_identity(entry)
         return [str(e["id"]) for e in entries]
 
     def _model(self) -> str:
@@ -206,6 +210,20 @@ class HttpEngine:
             engine=self.engine_kind,
             pre_mask=pre_mask,
         )
+
+
+IDENTIFYING = ("root", "parent", "max_model_len", "meta")  # vLLM's weights path; llama-server's n_params...
+
+
+def served_identity(entry: dict[str, Any]) -> str | None:
+    """A hash of what a model-list entry says of the weights beyond their name (vLLM's `root`, the path
+    they were loaded from; llama-server's `meta`: parameters, size, vocabulary), so a quantised copy
+    served under the same name keys other calibrations; None where the server says nothing more
+    (Ollama's OpenAI API, for one: there a new served name is the only way to tell new weights)."""
+    told = {key: entry[key] for key in IDENTIFYING if entry.get(key) is not None}
+    if not told:
+        return None
+    return "served:" + hashlib.sha256(json.dumps(told, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _server_message(response: httpx.Response) -> str:

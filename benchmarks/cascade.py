@@ -1,0 +1,173 @@
+"""A model cascade measured on gold, no model call: each configuration alone, and a cheap one escalating
+to a stronger one only the records it could not certify entirely.
+
+    .venv/bin/python benchmarks/cascade.py --schema expense \\
+        --gold examples/gold/expense.jsonl,examples/gold/expense_zh_ja.jsonl \\
+        --run bundled=sqlite:///.formwork/cal/expense-135m.db --run 1.5b=sqlite:///.formwork/cal/expense-1.5b.db
+
+Each `--run NAME=DB` is a database holding a `two-readings` eval of the gold's two halves (the
+calibration half measured, the verification half verified: `formwork eval --calibrate` then
+`--verify`). A configuration is a run and the readings it uses: `NAME` (both readings), `NAME/notes-free`
+(the cheap reading alone) or `NAME/two-pass`. For each one the score is fitted and every field certified
+on the calibration half (tasks.evaluation.calibration, as `--calibrate` does), and applied to the
+verification half as a run applies it. A cascade `A>B` keeps A's row where every value is certified,
+and otherwise escalates the record to B: a value B certifies is kept (it wins where both certify
+different ones), else A's certified value, else nothing (tasks.escalation.combine's rule). Reported per
+configuration: values certified and their precision, rows `ok` and theirs, the share escalated, and
+model seconds per record (the sum of its calls' durations; an escalated record pays both).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from formwork.db.models import EvalRun, ModelCall, Record, RunResult
+from formwork.db.session import session_factory
+from formwork.schemas.registry import load_schema
+from formwork.tasks.confidence.certify import FieldClaim
+from formwork.tasks.confidence.score import ScoreModel
+from formwork.tasks.evaluation.calibration import GoldRow, calibrate, kept_values
+from formwork.tasks.evaluation.gold import half_of, load_gold
+
+NOTES = "notes-free"
+
+
+@dataclass
+class Stored:
+    """One run's rows by record, and what each record's calls cost, per reading."""
+
+    rows: dict[str, GoldRow]
+    seconds: dict[str, dict[str, float]]  # record -> reading -> model seconds
+
+
+@dataclass
+class Decided:
+    """One record under one configuration: field -> (value, certified, right), and its cost."""
+
+    fields: dict[str, tuple[bool, bool]]  # field -> (certified, right)
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.fields) and all(certified for certified, _ in self.fields.values())
+
+
+def load_run(db: str, schema: str, golds: dict[str, dict]) -> Stored:
+    rows: dict[str, GoldRow] = {}
+    seconds: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    with session_factory(db)() as session:
+        runs = session.scalars(select(EvalRun.run_id).where(EvalRun.schema_name == schema)).all()
+        for key, trust in session.execute(
+            select(Record.key, RunResult.trust).join(RunResult, RunResult.record_id == Record.id)
+            .where(RunResult.run_id.in_(runs))
+        ):  # fmt: skip
+            if key in golds:
+                rows[key] = GoldRow(key, trust or [], golds[key])
+        for key, pass_name, judged, duration in session.execute(
+            select(Record.key, ModelCall.pass_name, ModelCall.judged, ModelCall.duration_s)
+            .join(Record, Record.id == ModelCall.record_id).where(ModelCall.run_id.in_(runs))
+        ):  # fmt: skip
+            reading = NOTES if (judged or {}).get("reading") == NOTES else "two-pass"
+            seconds[key][reading] += duration or 0.0
+    return Stored(rows, seconds)
+
+
+def only(row: GoldRow, readings: set[str]) -> GoldRow:
+    """The row as a run with only `readings` would have stored it (the others' values left out)."""
+    trust = []
+    for entry in row.trust:
+        kept = {n: r for n, r in entry["readings"].items() if n in readings}
+        if kept:
+            trust.append({**entry, "readings": kept})
+    return GoldRow(row.record, trust, row.gold)
+
+
+def configuration(schema_name: str, stored: Stored, readings: set[str]) -> dict[str, Decided]:
+    """Calibrate on the calibration half, decide the verification half: record -> Decided."""
+    schema = load_schema(schema_name)
+    half = {k: only(r, readings) for k, r in stored.rows.items()}
+    fitted = calibrate(schema, [r for k, r in half.items() if half_of(k) == "calibration"])
+    found = {}
+    for key, row in half.items():
+        if half_of(key) == "verification":
+            found[key] = decided(schema, row, fitted.model, fitted.claims,
+                                 sum(stored.seconds[key].get(r, 0.0) for r in readings))  # fmt: skip
+    return found
+
+
+def decided(
+    schema, row: GoldRow, model: ScoreModel, claims: dict[str, FieldClaim], seconds: float
+) -> Decided:
+    fields: dict[str, tuple[bool, bool]] = {}
+    for field, score, right in kept_values(schema, row, model, claims):
+        threshold = claims[field].threshold if field in claims else None
+        certified = score is not None and threshold is not None and score >= threshold
+        fields[field] = (certified, right) if field not in fields else (
+            fields[field][0] and certified, fields[field][1] and right)  # fmt: skip
+    return Decided(fields, seconds)
+
+
+def cascade(first: dict[str, Decided], second: dict[str, Decided]) -> tuple[dict[str, Decided], float]:
+    """A's row where it is ok, else each field from B where B certifies it, else A's where A does."""
+    found, escalated = {}, 0
+    for key, a in first.items():
+        if a.ok:
+            found[key] = a
+            continue
+        escalated += 1
+        b = second[key]
+        fields = {}
+        for field in a.fields.keys() | b.fields.keys():
+            fa, fb = a.fields.get(field, (False, False)), b.fields.get(field, (False, False))
+            fields[field] = fb if fb[0] else fa if fa[0] else fb
+        found[key] = Decided(fields, a.seconds + b.seconds)
+    return found, escalated / max(len(first), 1)
+
+
+def line(name: str, found: dict[str, Decided], escalated: float | None = None) -> str:
+    values = [f for d in found.values() for f in d.fields.values()]
+    certified = [right for c, right in values if c]
+    ok = [d for d in found.values() if d.ok]
+    ok_right = sum(all(r for _, r in d.fields.values()) for d in ok)
+    pct = lambda n, d: f"{100 * n / d:.1f}%" if d else "-"  # noqa: E731
+    seconds = sum(d.seconds for d in found.values()) / max(len(found), 1)
+    return (f"| {name} | {len(found)} | {len(certified)}/{len(values)} ({pct(len(certified), len(values))}) | "
+            f"{pct(sum(certified), len(certified))} | {len(ok)} ({pct(len(ok), len(found))}) | "
+            f"{pct(ok_right, len(ok))} | {'-' if escalated is None else f'{100 * escalated:.0f}%'} | "
+            f"{seconds:.1f} |")  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--schema", required=True)
+    parser.add_argument("--gold", required=True, help="gold files, comma-separated")
+    parser.add_argument("--run", action="append", required=True, help="NAME=DB (repeatable)")
+    parser.add_argument("--cascade", action="append", default=[], help="A>B, configurations (repeatable)")
+    args = parser.parse_args()
+    schema = load_schema(args.schema)
+    golds = {g.id: g.gold for g in load_gold(args.gold.split(","), schema)}
+    runs = {name: load_run(db, args.schema, golds) for name, db in (r.split("=", 1) for r in args.run)}
+    configs: dict[str, dict[str, Decided]] = {}
+    for name, stored in runs.items():
+        for label, readings in ((name, {"two-pass", NOTES}), (f"{name}/{NOTES}", {NOTES}),
+                                (f"{name}/two-pass", {"two-pass"})):  # fmt: skip
+            configs[label] = configuration(args.schema, stored, readings)
+    print("| configuration | records | values certified | precision | rows ok | precision of ok | escalated |"
+          " model s/record |")  # fmt: skip
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for label, found in configs.items():
+        print(line(label, found))
+    for pair in args.cascade:
+        a, b = pair.split(">")
+        found, share = cascade(configs[a], configs[b])
+        print(line(f"{a} > {b}", found, share))
+
+
+if __name__ == "__main__":
+    main()
