@@ -67,8 +67,8 @@ def load_run(db: str, schema: str, golds: dict[str, dict]) -> Stored:
         ):  # fmt: skip
             if key in golds:
                 rows[key] = GoldRow(key, trust or [], golds[key])
-        for key, pass_name, judged, duration in session.execute(
-            select(Record.key, ModelCall.pass_name, ModelCall.judged, ModelCall.duration_s)
+        for key, judged, duration in session.execute(
+            select(Record.key, ModelCall.judged, ModelCall.duration_s)
             .join(Record, Record.id == ModelCall.record_id).where(ModelCall.run_id.in_(runs))
         ):  # fmt: skip
             reading = NOTES if (judged or {}).get("reading") == NOTES else "two-pass"
@@ -135,7 +135,8 @@ def line(name: str, found: dict[str, Decided], escalated: float | None = None) -
     ok_right = sum(all(r for _, r in d.fields.values()) for d in ok)
     pct = lambda n, d: f"{100 * n / d:.1f}%" if d else "-"  # noqa: E731
     seconds = sum(d.seconds for d in found.values()) / max(len(found), 1)
-    return (f"| {name} | {len(found)} | {len(certified)}/{len(values)} ({pct(len(certified), len(values))}) | "
+    share = pct(len(certified), len(values))
+    return (f"| {name} | {len(found)} | {len(certified)}/{len(values)} ({share}) | "
             f"{pct(sum(certified), len(certified))} | {len(ok)} ({pct(len(ok), len(found))}) | "
             f"{pct(ok_right, len(ok))} | {'-' if escalated is None else f'{100 * escalated:.0f}%'} | "
             f"{seconds:.1f} |")  # fmt: skip

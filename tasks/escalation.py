@@ -5,11 +5,8 @@ it answers the same, and the bound holds it again. A stronger model (or the same
 may certify what the first could not, so such a row waits in the retry queue as an *escalation*
 (db.queue), and the reprocessing flow reads it with `escalate_to`, under that model's own calibration.
 
-`escalate_to` names the stronger reader in one string:
-- `NAME`: a model from `formwork models` on the embedded engine (`qwen2.5-coder-1.5b`);
-- `@MODE`: the same model in another mode (`@two-readings`: the cheap reading first, both after);
-- `NAME@MODE`: both;
-- `vllm:URL#MODEL` or `openai:URL#MODEL` (either part after the engine optional): a server.
+`escalate_to` names the stronger reader in one string (tasks.settings.escalation_overrides reads it):
+a model from `formwork models`, `@MODE` for the same model in another mode, both, or a server.
 
 The two models' rows are then combined value by value (`combine`): a value the stronger model
 certifies is kept, and where the first model certified another one, the stronger model's wins (it
@@ -29,31 +26,7 @@ from typing import Any
 from formwork.schemas.paths import parse_path, set_null
 from formwork.schemas.registry import Schema
 from formwork.tasks.confidence.readings import same
-from formwork.tasks.modes import MODES
 from formwork.tasks.validate import Verdict, as_written
-
-
-class EscalationProblem(ValueError):
-    """`escalate_to` does not name a model, a mode or a server that can be opened."""
-
-
-def escalation_overrides(spec: str) -> dict[str, Any]:
-    """The settings that turn a run into its escalation's, from `escalate_to` (see the module docstring)."""
-    spec = spec.strip()
-    engine, sep, rest = spec.partition(":")
-    if sep and engine in ("vllm", "openai"):
-        url, _, model = rest.partition("#")
-        prefix = "vllm" if engine == "vllm" else "openai"
-        found: dict[str, Any] = {"engine": engine, f"{prefix}_model": model or None}
-        return found | ({f"{prefix}_url": url} if url else {})
-    name, _, mode = spec.partition("@")
-    if mode and mode not in MODES:
-        raise EscalationProblem(f"escalate_to {spec!r}: {mode!r} is not a mode ({', '.join(MODES)})")
-    if not name and not mode:
-        raise EscalationProblem("escalate_to is empty: name a model (formwork models), @MODE, or a server")
-    return ({"engine": "local", "local_model": name, "local_model_path": None} if name else {}) | (
-        {"mode": mode} if mode else {}
-    )
 
 
 def _kept(entry: dict[str, Any]) -> Any:

@@ -22,6 +22,35 @@ from pydantic_settings import (
 _USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^@/\s:]*(?::[^@\s]*?)?@")
 
 
+Mode = Literal["two-pass", "one-pass", "one-pass-reasoning", "prompt-json", "two-readings"]
+
+
+class EscalationProblem(ValueError):
+    """`escalate_to` does not name a model, a mode or a server that can be opened."""
+
+
+def escalation_overrides(spec: str) -> dict[str, Any]:
+    """The settings that turn a run into its escalation's, from `escalate_to`:
+    - `NAME`: a model from `formwork models` on the embedded engine (`qwen2.5-coder-1.5b`);
+    - `@MODE`: the same model in another mode (`@two-readings`: the cheap reading first, both after);
+    - `NAME@MODE`: both;
+    - `vllm:URL#MODEL` or `openai:URL#MODEL` (either part after the engine optional): a server."""
+    spec = spec.strip()
+    engine, sep, rest = spec.partition(":")
+    if sep and engine in ("vllm", "openai"):
+        url, _, model = rest.partition("#")
+        found: dict[str, Any] = {"engine": engine, f"{engine}_model": model or None}
+        return found | ({f"{engine}_url": url} if url else {})
+    name, _, mode = spec.partition("@")
+    if mode and mode not in get_args(Mode):
+        raise EscalationProblem(f"escalate_to {spec!r}: {mode!r} is not a mode ({', '.join(get_args(Mode))})")
+    if not name and not mode:
+        raise EscalationProblem("escalate_to is empty: name a model (formwork models), @MODE, or a server")
+    return ({"engine": "local", "local_model": name, "local_model_path": None} if name else {}) | (
+        {"mode": mode} if mode else {}
+    )
+
+
 def _config_file() -> Path:
     return Path(os.environ.get("FORMWORK_CONFIG", "formwork.toml"))
 
@@ -121,7 +150,7 @@ class Settings(BaseSettings):
         description="the meta field (JSONL/CSV field, SQL column) that "
         "holds the day a record was written, against which relative dates are read",
     )
-    mode: Literal["two-pass", "one-pass", "one-pass-reasoning", "prompt-json", "two-readings"] = Field(
+    mode: Mode = Field(
         "two-pass",
         description="two-pass: reason, then format under the grammar; two-readings: also read without the "
         "notes, each field kept from the surer reading; others: see tasks/modes.py",
@@ -133,6 +162,17 @@ class Settings(BaseSettings):
         False, description="let chat sampling into grammar-constrained calls (warned); default: forced greedy"
     )
     queue_partial: bool = Field(False, description="also queue partial results for reprocessing")
+    escalate_to: str | None = Field(
+        None,
+        description="the stronger reader for rows held back only by their values' thresholds: a model from "
+        "`formwork models`, @MODE for the same model in another mode, NAME@MODE, or vllm:URL#MODEL / "
+        "openai:URL#MODEL (tasks/escalation.py); none: such rows stay partial and are not queued",
+    )
+    escalate: Literal["queue", "now"] = Field(
+        "queue",
+        description="queue: escalations wait in the retry queue for `formwork retry` or its deployment; "
+        "now: the run itself reads its unsure records with escalate_to before it ends",
+    )
     queue_max_attempts: int = Field(5, ge=1, description="reprocessing tries before an entry is dead")
     claim_timeout_s: float = Field(1800, gt=0, description="a retry-queue claim older than this is put back")
     review_dir: Path | None = Field(
@@ -185,6 +225,15 @@ class Settings(BaseSettings):
         if not server_url or not isinstance(urls, str):
             return urls
         return ",".join(_USERINFO.sub(r"\g<scheme>", url.strip()) for url in urls.split(","))
+
+    @field_validator("escalate_to")
+    @classmethod
+    def _escalation_named(cls, spec: str | None) -> str | None:
+        """Refuse an escalation that names nothing that can be opened, with what to write instead."""
+        if spec is None or not spec.strip():
+            return None
+        escalation_overrides(spec)
+        return spec.strip()
 
     @model_validator(mode="after")
     def _one_model(self) -> Settings:

@@ -8,8 +8,8 @@ import pytest
 from formwork.tasks.confidence.policy import Policy
 from formwork.tasks.confidence.score import ScoreModel
 from formwork.tasks.decide import decide
-from formwork.tasks.escalation import EscalationProblem, combine, escalation_overrides
-from formwork.tasks.settings import Settings
+from formwork.tasks.escalation import combine
+from formwork.tasks.settings import EscalationProblem, Settings, escalation_overrides
 from tests.test_decide import SCHEMA, claims, read
 
 LOCAL = {"engine": "local", "local_model": "qwen2.5-coder-1.5b", "local_model_path": None}
