@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 from sqlalchemy import select
 
-from formwork.db.models import EvalRun, Record, RunResult
+from formwork.db.models import Record, RunResult
 from formwork.db.session import session_factory
 from formwork.schemas.paths import node_at, parse_path
 from formwork.schemas.registry import load_schema
@@ -52,10 +52,9 @@ def accuracy_at(scores: Sequence[float], right: Sequence[bool], coverage: float)
 
 def _rows(db: str, schema_name: str, gold_path: str, run: int | None) -> list[GoldRow]:
     schema = load_schema(schema_name)
-    golds = {g.id: g for g in load_gold(gold_path, schema)}
+    golds = {g.id: g for g in load_gold(gold_path.split(","), schema)}
     with session_factory(db)() as session:
-        run = run or session.scalar(select(EvalRun.run_id).where(EvalRun.schema_name == schema_name)
-                                    .order_by(EvalRun.id.desc()).limit(1))  # fmt: skip
+        run = run or session.scalar(select(RunResult.run_id).order_by(RunResult.id.desc()).limit(1))
         found = session.execute(
             select(Record.key, RunResult.trust).join(RunResult, RunResult.record_id == Record.id)
             .where(RunResult.run_id == run)
@@ -121,9 +120,9 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--db", required=True)
-    parser.add_argument("--gold", required=True)
+    parser.add_argument("--gold", required=True, help="gold files, comma-separated")
     parser.add_argument("--schema", required=True)
-    parser.add_argument("--run", type=int, help="the eval's run id (default: the newest eval of the schema)")
+    parser.add_argument("--run", type=int, help="the eval's run id (default: the newest run in the database)")
     args = parser.parse_args()
     rows = _rows(args.db, args.schema, args.gold, args.run)
     print(f"{len(rows)} records of {args.gold}\n")

@@ -6,6 +6,8 @@ For the value one reading gave at one path:
   what the other reading left for every value but its own where they disagree (an upper bound on its
   probability of this one); 0 where there is no other reading;
 - `agree`: the other reading gave the same value (null agrees only with null);
+- `agreed`: where they agree, how sure the less sure of the two is, in nines (0.999 is 3, capped at 5),
+  else 0: two readings that agree are the strongest signal, and their weaker probability ranks it;
 - `margin`: the top-2 margin among the candidates, the value's probability less its runner-up's bound
   (0 where the engine reports no runner-up);
 - `null`: the value is the reading's null ("the text has none" is a claim like any other);
@@ -17,7 +19,7 @@ For the value one reading gave at one path:
 - `after_notes`: the value was written after the reasoning notes (two-pass), not from the text alone;
 - `field=NAME`: the field itself (a per-field offset).
 
-The score is monotone in `own`, `other`, `agree` and `margin` (tasks.confidence.score): more
+The score is monotone in `own`, `other`, `agree`, `agreed` and `margin` (tasks.confidence.score): more
 probability, agreement or margin never lowers it.
 """
 
@@ -29,7 +31,8 @@ from typing import Any
 from formwork.tasks.confidence.readings import PathReading, logit, same
 
 FEATURES_VERSION = 1  # bump when a feature changes: a stored score model reads features by name
-MONOTONE = ("own", "other", "agree", "margin")  # weights held >= 0
+MONOTONE = ("own", "other", "agree", "agreed", "margin")  # weights held >= 0
+NINES_CAP = 5.0  # 0.99999: past it, a probability on this scale says nothing more
 KINDS = ("exact", "normalised", "fuzzy", "derived")
 NOTES_READING = "two-pass"  # the reading written after the reasoning notes
 
@@ -48,6 +51,7 @@ def features(field: str, name: str, mine: PathReading, other: PathReading | None
         "own": logit(mine.probability),
         "other": rival,
         "agree": float(agree),
+        "agreed": nines(min(mine.probability or 0.0, other.probability or 0.0)) if agree and other else 0.0,
         "margin": mine.margin or 0.0,
         "null": float(mine.value is None),
         "offered": math.log1p(max(offered, 0)),
@@ -58,6 +62,11 @@ def features(field: str, name: str, mine: PathReading, other: PathReading | None
     if mine.kind in KINDS:
         found[mine.kind] = 1.0
     return found
+
+
+def nines(p: float) -> float:
+    """How many nines a probability has: -log10(1 - p), capped (0.9 is 1, 0.999 is 3)."""
+    return min(-math.log10(max(1.0 - p, 10.0**-NINES_CAP)), NINES_CAP)
 
 
 def candidate_counts(body: Any, path: str = "") -> dict[str, int]:
