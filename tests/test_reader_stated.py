@@ -106,6 +106,12 @@ CASES = [
     ("Almoço no Porto, 86,40 €, anteontem", "date", sent("2025-09-17"), ["2025-09-15"], []),
     ("Kawa w kawiarni, 32,50 zł, wczoraj", "date", sent("2025-11-20"), ["2025-11-19"], []),
     ("Bilet PKP 169 zł, 7 marca 2025", "date", None, ["2025-03-07"], []),
+    # a numeric date after an amount and its full stop: "85.37. 01" is no date and hides none
+    ("stapler $12.49. Total $85.37. 01/07/2025", "date", None, ["2025-01-07", "2025-07-01"], []),
+    ("stapler $12.49. Total $85.37. 01/07/2025", "amount", None, [85.37, 12.49], [2025, 7]),
+    ("Total 85.37. 01.07.2025", "date", None, ["2025-01-07"], []),
+    ("Total $12.30. 01/07/2025", "date", None, ["2025-01-07"], ["2001-12-30"]),  # a separator twice alike
+    ("Beleg 3. 5. 2024, 12 EUR", "date", None, ["2024-05-03"], []),
 ]
 
 

@@ -1,7 +1,9 @@
 """Every date a text writes, with its span: numeric forms by regex, written ones by dateparser.
 
 Numeric forms ("2020-03-03", "3/3/20", "2020年3月3日", "2020년 3월 3일") are read by a regex, in
-either day/month order when the text is ambiguous. Written ones are read by `dateparser`, asked only
+either day/month order when the text is ambiguous; day, month and year are parted by one separator
+written twice alike, and a match that means no day hides none that begins inside it ("Total $85.37.
+01/07/2025": "85.37. 01" is an amount and a full stop). Written ones are read by `dateparser`, asked only
 about runs of words around a month, weekday or relative word (dateparser alone glues neighbours onto
 a date: "last Friday, 30"; "on March 3rd 2020 by"). An expression whose meaning depends on the day it
 was written ("yesterday", "last Friday", "March 3") is read only against a reference date, as
@@ -34,6 +36,7 @@ and without a reference date: the same readings, in 2.2-2.8x less time; BENCHMAR
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
@@ -50,7 +53,9 @@ from formwork.tasks.grounding.date_words import (
 from formwork.tasks.grounding.reading import RECORDS_KEPT, Reading
 
 YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年년]\s*(\d{1,2})\s*[-/.月월]\s*(\d{1,2})(?:\s*[日일])?(?!\d)")
-AB_Y = re.compile(r"(?<!\d)(\d{1,2})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{4}|\d{2})(?!\d)")
+# Day, month and year parted by one separator written twice alike: "01/07/2025", "3. 5. 2024", never the
+# "85.37. 01" of "Total $85.37. 01/07/2025" (a decimal amount, a full stop, then the date).
+AB_Y = re.compile(r"(?<!\d)(\d{1,2})(\s*[-/.]\s*)(\d{1,2})\2(\d{4}|\d{2})(?!\d)")
 WORD = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?|\w+(?:[./-]\w+)*")  # a time is one word: "Jun 2024 09" is no day
 MAX_WORDS = 5
 # A word that names a day of the month: 3, 03, 3rd, 1er, 3º; or a numeric date "10.06.2024".
@@ -84,15 +89,36 @@ def safe_date(year: int, month: int, day: int) -> date | None:
 def numeric_readings(text: str) -> list[Reading]:
     """Dates written with digits; the ISO form itself is `exact`."""
     found = []
-    for m in YMD.finditer(text):
-        day = safe_date(*(int(g) for g in m.groups()))
-        if day:
-            found.append(Reading(day, m.span(), "exact" if m.group() == day.isoformat() else "normalised"))
-    for m in AB_Y.finditer(text):
-        a, b, y = (int(g) for g in m.groups())
-        years = [y] if len(m.group(3)) == 4 else [2000 + y, 1900 + y]
-        days = {d for year in years for d in (safe_date(year, b, a), safe_date(year, a, b)) if d}
-        found += [Reading(d, m.span(), "normalised") for d in sorted(days)]
+    for m, (day,) in _dated(YMD, text, _ymd):
+        found.append(Reading(day, m.span(), "exact" if m.group() == day.isoformat() else "normalised"))
+    for m, days in _dated(AB_Y, text, _ab_y):
+        found += [Reading(d, m.span(), "normalised") for d in days]
+    return found
+
+
+def _ymd(m: re.Match[str]) -> list[date]:
+    day = safe_date(*(int(g) for g in m.groups()))
+    return [day] if day else []
+
+
+def _ab_y(m: re.Match[str]) -> list[date]:
+    """The days "a/b/y" can mean, in either order; a two-digit year in this century or the last."""
+    a, b, y = int(m.group(1)), int(m.group(3)), int(m.group(4))
+    years = [y] if len(m.group(4)) == 4 else [2000 + y, 1900 + y]
+    return sorted({d for year in years for d in (safe_date(year, b, a), safe_date(year, a, b)) if d})
+
+
+def _dated(
+    pattern: re.Pattern[str], text: str, days: Callable[[re.Match[str]], list[date]]
+) -> list[tuple[re.Match[str], list[date]]]:
+    """The matches of `pattern` that mean a day, with the days: one that means none ("37.01.07") hides
+    no date that begins inside it, so the search goes on from its next character, not from its end."""
+    found, at = [], 0
+    while m := pattern.search(text, at):
+        meant = days(m)
+        if meant:
+            found.append((m, meant))
+        at = m.end() if meant else m.start() + 1
     return found
 
 
