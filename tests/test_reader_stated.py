@@ -112,6 +112,11 @@ CASES = [
     ("Total 85.37. 01.07.2025", "date", None, ["2025-01-07"], []),
     ("Total $12.30. 01/07/2025", "date", None, ["2025-01-07"], ["2001-12-30"]),  # a separator twice alike
     ("Beleg 3. 5. 2024, 12 EUR", "date", None, ["2024-05-03"], []),
+    # a date word written with an apostrophe, ' or ’, is one word (exp-310)
+    ("Déjeuner sur le pouce : 14,90 €, aujourd'hui, Inès", "date", sent("2025-11-18"), ["2025-11-18"], []),
+    ("Déjeuner : 14,90 €, aujourd’hui, Inès", "date", sent("2025-11-18"), ["2025-11-18"], ["2025-11-19"]),
+    ("Aujourd’hui, taxi pour l’aéroport : 32 €", "date", sent("2025-11-18"), ["2025-11-18"], []),
+    ("Taxi d’hui, 32 €", "date", sent("2025-11-18"), [], ["2025-11-18"]),  # "hui" alone is no day
 ]
 
 

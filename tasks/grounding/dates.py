@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from datetime import date, datetime, timedelta
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from formwork.tasks.grounding.date_words import (
     LANGUAGES,
@@ -56,7 +56,6 @@ YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年년]\s*(\d{1,2})\s*[-/.月월]\s*(\d{
 # Day, month and year parted by one separator written twice alike: "01/07/2025", "3. 5. 2024", never the
 # "85.37. 01" of "Total $85.37. 01/07/2025" (a decimal amount, a full stop, then the date).
 AB_Y = re.compile(r"(?<!\d)(\d{1,2})(\s*[-/.]\s*)(\d{1,2})\2(\d{4}|\d{2})(?!\d)")
-WORD = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?|\w+(?:[./-]\w+)*")  # a time is one word: "Jun 2024 09" is no day
 MAX_WORDS = 5
 # A word that names a day of the month: 3, 03, 3rd, 1er, 3º; or a numeric date "10.06.2024".
 DAY_NUMBER = re.compile(r"\d{1,2}(?:st|nd|rd|th|er|re|e|o|a|º|ª)?|\d{1,4}[./-]\d{1,2}(?:[./-]\d{1,4})?", re.I)
@@ -70,6 +69,21 @@ SHORT = re.compile(r"\d{1,2}|[^\W\d_]{1,4}")  # a day number or an abbreviation,
 STEP = {"next": 1, "last": -1}  # "next Monday", "last Friday": read here, not by dateparser
 # Two bases far apart: an expression that parses to different days against them is relative.
 BASES = (datetime(2001, 6, 15, 12), datetime(2011, 2, 10, 12))
+
+
+@cache
+def _word() -> re.Pattern[str]:
+    """A word of a run: a time ("Jun 2024 09" is no day), a date word written with an apostrophe
+    ("aujourd'hui", with ' or ’: `\\w` stops at either, and "aujourd" and "hui" alone are no day), or
+    letters and digits, joined by . / or - ("avant-hier", "03.06.2024")."""
+    elided = sorted((w for w in date_words() if "'" in w), key=len, reverse=True)
+    names = [re.escape(w).replace("'", "['’]") + r"(?!\w)" for w in elided]
+    return re.compile("|".join([r"\d{1,2}:\d{2}(?::\d{2})?", *names, r"\w+(?:[./-]\w+)*"]), re.I)
+
+
+def _key(word: str) -> str:
+    """A word as the date word lists hold it: lower case, no closing dot, ’ written '."""
+    return word.lower().rstrip(".").replace("’", "'")
 
 
 @lru_cache(maxsize=RECORDS_KEPT)
@@ -128,7 +142,7 @@ class WrittenDates:
 
     def __init__(self, text: str, reference: date | None, anchor: str | None):
         self.text, self.reference, self.anchor = text, reference, anchor
-        self.words = [m.span() for m in WORD.finditer(text)]
+        self.words = [m.span() for m in _word().finditer(text)]
         self._parsed = _parses(text)
 
     def _runs(self, hit: int) -> list[tuple[int, int]]:
@@ -137,7 +151,7 @@ class WrittenDates:
         only against a reference)."""
         words, runs = self.words, []
         near = range(max(0, hit - MAX_WORDS + 1), min(hit + MAX_WORDS, len(words)))
-        readable = {k: known(self.text[words[k][0] : words[k][1]]) for k in near}
+        readable = {k: known(_key(self.text[words[k][0] : words[k][1]])) for k in near}
         for i in range(max(0, hit - MAX_WORDS + 1), hit + 1):
             if not all(readable[k] for k in range(i, hit)):
                 continue
@@ -155,7 +169,7 @@ class WrittenDates:
         relative day; the last is not digits before a currency ("12 March, 95 EUR"), nor two digits
         after a comma; no currency sign inside."""
         words = [self.text[s:e] for s, e in self.words[first : last + 1]]
-        if not any(DAY_NUMBER.fullmatch(w) or w.lower().rstrip(".") in day_words() for w in words):
+        if not any(DAY_NUMBER.fullmatch(w) or _key(w) in day_words() for w in words):
             return first == last and self._set_apart(first)
         start, end = self.words[first][0], self.words[last][1]
         if CURRENCY_SIGN.search(self.text, start, end) or any(self._ends(k) for k in range(first, last)):
@@ -180,7 +194,7 @@ class WrittenDates:
     def _agrees(self, run: tuple[int, int], day: date) -> bool:
         """Whether `day` falls on every weekday the run names: dateparser reads "Sat 3" as the 3rd
         month and the reference's day, whatever weekday that is."""
-        words = (m.group().lower().rstrip(".") for m in WORD.finditer(self.text, run[0], run[1]))
+        words = (_key(m.group()) for m in _word().finditer(self.text, run[0], run[1]))
         return all(day.weekday() in weekdays_named().get(word, range(7)) for word in words)
 
     def _set_apart(self, k: int) -> bool:
@@ -224,7 +238,7 @@ class WrittenDates:
         day absolutely) against the reference date; each at its shortest run."""
         found = []
         for hit, (start, end) in enumerate(self.words):
-            if self.text[start:end].lower().rstrip(".") not in date_words():
+            if _key(self.text[start:end]) not in date_words():
                 continue
             meant = [
                 (run, m)
