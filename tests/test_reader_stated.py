@@ -117,6 +117,9 @@ CASES = [
     ("Déjeuner : 14,90 €, aujourd’hui, Inès", "date", sent("2025-11-18"), ["2025-11-18"], ["2025-11-19"]),
     ("Aujourd’hui, taxi pour l’aéroport : 32 €", "date", sent("2025-11-18"), ["2025-11-18"], []),
     ("Taxi d’hui, 32 €", "date", sent("2025-11-18"), [], ["2025-11-18"]),  # "hui" alone is no day
+    # Korean weeks (exp-127): 지난주 금요일 is last week's Friday
+    ("지난주 금요일 64,000원", "date", sent("2026-02-10"), ["2026-02-06"], ["2026-02-13", "2026-01-30"]),
+    ("무슨 요일에 택시 12,000원", "date", sent("2026-02-10"), [], ["2026-02-09"]),  # no weekday named
 ]
 
 

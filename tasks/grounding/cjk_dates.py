@@ -5,7 +5,8 @@ dateparser reads some of these (昨天, 前天, 9月28日) but not others (上�
 table tested per language:
 - relative days: 今天 / 昨天 昨晚 / 前天 / 大前天 / 明天 / 后天 (zh); 今日 昨日 一昨日 明日 (ja); 오늘 어제
   그저께 내일 (ko);
-- weekdays relative to the week (weeks start on Monday): 上周五, 本周一, 这周三, 下星期二, 先週の金曜日;
+- weekdays relative to the week (weeks start on Monday): 上周五, 本周一, 这周三, 下星期二, 先週の金曜日,
+  지난주 금요일, 이번 주 월요일, 다음주 화요일;
 - month-day and day-only forms: 9月28日, 8号, 上个月25号, taking the year (and month) from the
   reference date: the nearest such date not after it, unless the text names the month (上个月, 本月);
   in a text written in Han or kana, a month/day with a slash too (10/6 is 6 October, as Japanese and
@@ -32,13 +33,16 @@ DAYS = {
 }  # fmt: skip
 RELATIVE_DAY = re.compile("|".join(sorted(DAYS, key=len, reverse=True)))
 WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6,
-           "月": 0, "火": 1, "水": 2, "木": 3, "金": 4, "土": 5}  # fmt: skip
+           "月": 0, "火": 1, "水": 2, "木": 3, "金": 4, "土": 5,
+           "월": 0, "화": 1, "수": 2, "목": 3, "금": 4, "토": 5, "일": 6}  # fmt: skip
 WEEK_SHIFT = {"上": -1, "上个": -1, "上個": -1, "本": 0, "这": 0, "这个": 0, "這": 0, "下": 1, "下个": 1,
-              "先": -1, "今": 0, "来": 1}  # fmt: skip
+              "先": -1, "今": 0, "来": 1, "지난": -1, "저번": -1, "이번": 0, "다음": 1}  # fmt: skip
 # 上周五, 本周一, 这个星期三, 下礼拜天; Japanese 先週の金曜日, 今週月曜. Bare 周五 / 金曜日: this week's,
 # or last week's when that day is still to come.
 ZH_WEEK = re.compile(r"(上个|上個|这个|下个|上|本|这|這|下)?(?:周|週|星期|礼拜|禮拜)([一二三四五六日天])")
 JA_WEEK = re.compile(r"(先|今|来)?(?:週の?)?([月火水木金土日])曜日?")
+# Korean 지난주 금요일 (last week's Friday), 이번 주 월요일, 다음주 화요일; bare 금요일 as bare 周五.
+KO_WEEK = re.compile(r"(?:(지난|저번|이번|다음)\s*주\s*)?([월화수목금토일])요일")
 MONTH_DAY = re.compile(
     r"(?<![\d年月])(上个月|上個月|上月|本月|这个月|這個月|(\d{1,2})\s*月)?\s*(\d{1,2})\s*(日|号|號)(?!\d)"
 )
@@ -122,11 +126,7 @@ def cjk_readings(text: str, reference: date | None, anchor: str | None) -> list[
         Reading(reference + timedelta(days=DAYS[m.group()]), m.span(), "derived", anchor)
         for m in RELATIVE_DAY.finditer(text)
     ]
-    for m in ZH_WEEK.finditer(text):
-        found.append(
-            Reading(_weekday(reference, m.group(1), WEEKDAY[m.group(2)]), m.span(), "derived", anchor)
-        )
-    for m in JA_WEEK.finditer(text):
+    for m in [*ZH_WEEK.finditer(text), *JA_WEEK.finditer(text), *KO_WEEK.finditer(text)]:
         found.append(
             Reading(_weekday(reference, m.group(1), WEEKDAY[m.group(2)]), m.span(), "derived", anchor)
         )
