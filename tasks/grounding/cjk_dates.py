@@ -3,8 +3,8 @@
 dateparser reads some of these (昨天, 前天, 9月28日) but not others (上周五, 本周一, 8号, 上个月25号,
 昨晚), and misreads 10月2日 as 2010-02-08 (FINDINGS.md), so all of them are read here, from a small
 table tested per language:
-- relative days: 今天 / 昨天 昨晚 / 前天 / 大前天 / 明天 / 后天 (zh); 今日 昨日 一昨日 明日 (ja); 오늘 어제
-  그저께 내일 (ko);
+- relative days and their parts: 今天 今早 今晨 今晚 / 昨天 昨晚 昨夜 / 前天 / 大前天 / 明天 / 后天 (zh);
+  今日 今朝 今晩 今夜 / 昨日 昨晩 / 一昨日 / 明日 (ja); 오늘 / 어제 어젯밤 지난밤 / 그저께 / 내일 (ko);
 - weekdays relative to the week (weeks start on Monday): 上周五, 本周一, 这周三, 下星期二, 先週の金曜日,
   지난주 금요일, 이번 주 월요일, 다음주 화요일;
 - month-day and day-only forms: 9月28日, 8号, 上个月25号, taking the year (and month) from the
@@ -27,9 +27,10 @@ NUMERAL = {c: n for n, c in enumerate("〇一二三四五六七八九")} | {"十
 
 DAYS = {
     "大前天": -3, "前天": -2, "昨天": -1, "昨晚": -1, "昨夜": -1, "今天": 0, "今晚": 0, "今早": 0,
-    "明天": 1, "后天": 2, "後天": 2, "一昨日": -2, "おととい": -2, "昨日": -1, "きのう": -1, "今日": 0,
-    "きょう": 0, "明後日": 2, "明日": 1, "あした": 1, "그저께": -2, "그제": -2, "어제": -1, "오늘": 0,
-    "내일": 1, "모레": 2,
+    "今晨": 0, "明天": 1, "后天": 2, "後天": 2, "一昨日": -2, "おととい": -2, "昨日": -1, "きのう": -1,
+    "昨晩": -1, "今日": 0, "きょう": 0, "今朝": 0, "今晩": 0, "今夜": 0, "明後日": 2, "明日": 1,
+    "あした": 1, "그저께": -2, "그제": -2, "어제": -1, "어젯밤": -1, "어젯저녁": -1, "지난밤": -1,
+    "오늘": 0, "내일": 1, "모레": 2,
 }  # fmt: skip
 RELATIVE_DAY = re.compile("|".join(sorted(DAYS, key=len, reverse=True)))
 WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6,

@@ -50,7 +50,8 @@ from formwork.tasks.grounding.date_words import (
     weekday_numbers,
     weekdays_named,
 )
-from formwork.tasks.grounding.reading import RECORDS_KEPT, Reading
+from formwork.tasks.grounding.day_parts import held_spans
+from formwork.tasks.grounding.reading import RECORDS_KEPT, Reading, overlaps
 
 YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年년]\s*(\d{1,2})\s*[-/.月월]\s*(\d{1,2})(?:\s*[日일])?(?!\d)")
 # Day, month and year parted by one separator written twice alike: "01/07/2025", "3. 5. 2024", never the
@@ -143,12 +144,14 @@ class WrittenDates:
     def __init__(self, text: str, reference: date | None, anchor: str | None):
         self.text, self.reference, self.anchor = text, reference, anchor
         self.words = [m.span() for m in _word().finditer(text)]
+        self.held = held_spans(text)  # "heute Morgen", "last night": read whole, by day_parts
         self._parsed = _parses(text)
 
     def _runs(self, hit: int) -> list[tuple[int, int]]:
-        """Every run of up to MAX_WORDS words that holds word `hit` and only words some locale knows;
-        without a reference date, only runs with a digit (a day in words alone, "Friday", means a day
-        only against a reference)."""
+        """Every run of up to MAX_WORDS words that holds word `hit` and only words some locale knows,
+        and shares no character with a part of a day (`day_parts.held_spans`: the "Morgen" of "heute
+        Morgen" is no tomorrow); without a reference date, only runs with a digit (a day in words
+        alone, "Friday", means a day only against a reference)."""
         words, runs = self.words, []
         near = range(max(0, hit - MAX_WORDS + 1), min(hit + MAX_WORDS, len(words)))
         readable = {k: known(_key(self.text[words[k][0] : words[k][1]])) for k in near}
@@ -160,7 +163,7 @@ class WrittenDates:
                     break
                 span = (words[i][0], words[j][1])
                 dated = self.reference is not None or any(c.isdigit() for c in self.text[span[0] : span[1]])
-                if dated and self._states_day(i, j):
+                if dated and not overlaps(span, self.held) and self._states_day(i, j):
                     runs.append(span)
         return runs
 

@@ -25,6 +25,7 @@ from functools import cached_property, lru_cache
 from formwork.tasks.grounding.anchors import stated_reference
 from formwork.tasks.grounding.cjk_dates import cjk_readings, month_day_spans
 from formwork.tasks.grounding.dates import WrittenDates, numeric_readings
+from formwork.tasks.grounding.day_parts import day_part_readings
 from formwork.tasks.grounding.numbers import digit_readings
 from formwork.tasks.grounding.numerals import han_readings, word_readings
 from formwork.tasks.grounding.reading import RECORDS_KEPT, Kind, Reading, inside
@@ -86,7 +87,8 @@ class ValueFinder:
     @cached_property
     def _written_dates(self) -> list[Reading]:
         written = WrittenDates(self.text, self.reference, self.anchor).readings()
-        return written + cjk_readings(self.text, self.reference, self.anchor)
+        parts = day_part_readings(self.text, self.reference, self.anchor)
+        return written + cjk_readings(self.text, self.reference, self.anchor) + parts
 
     @cached_property
     def _han(self) -> list[Reading]:
