@@ -125,6 +125,36 @@ CASES = [
     ("Dinner on me last night w/ the Oracle folks, $212.45", "date", sent("2025-02-27"), ["2025-02-26"], []),
     ("Oyster top-up £20 this morning. - Priya Patel", "date", sent("2025-06-23"), ["2025-06-23"], []),
     ("Grabbed coffee for the panel this morning, $23.60", "date", sent("2025-05-07"), ["2025-05-07"], []),
+    # a day of the month alone as an ordinal: the latest on or before the reference (exp-236)
+    (
+        "Heathrow parking on the 3rd? £64.50",
+        "date",
+        sent("2025-03-10"),
+        ["2025-03-03"],
+        ["2025-02-03", "2025-03-10"],
+    ),
+    ("Can you add my Heathrow parking on the 3rd? £64.50", "amount", sent("2025-03-10"), [64.5], [3]),
+    ("Can you add my Heathrow parking on the 3rd? £64.50", "date", None, [], ["2025-03-03"]),
+    ("Dinner on the 21st with Bob, 80 EUR", "date", sent("2025-03-10"), ["2025-02-21"], ["2025-03-21"]),
+    ("Taxi on the 31st, 12 EUR", "date", sent("2025-03-02"), ["2025-01-31"], ["2025-03-31"]),
+    ("Monday the 3rd, taxi 20 EUR", "date", sent("2025-03-10"), ["2025-03-03"], ["2025-03-10"]),
+    ("The room on the 3rd floor, 120 EUR", "date", sent("2025-03-10"), [], ["2025-03-03"]),
+    ("Stapler, the 3rd item, 5 EUR", "date", sent("2025-03-10"), [], ["2025-03-03"]),
+    ("3rd party fees 20 EUR", "date", sent("2025-03-10"), [], ["2025-03-03"]),
+    ("Taxi on 3rd Street, 12 EUR", "date", sent("2025-03-10"), [], ["2025-03-03"]),
+    ("Taxi 3 to the airport, 12 EUR", "date", sent("2025-03-10"), [], ["2025-03-03"]),  # a bare number
+    ("Taxi on the 3rd of May, 20 EUR", "date", sent("2025-03-10"), ["2024-05-03"], ["2025-03-03"]),
+    ("Taxi May the 3rd, 20 EUR", "date", sent("2025-03-10"), [], ["2025-03-03"]),
+    ("Parken am 3., 12 EUR", "date", sent("2025-03-10"), ["2025-03-03"], []),
+    ("Parken am 3. Mai, 12 EUR", "date", sent("2025-03-10"), ["2024-05-03"], ["2025-03-03"]),
+    ("Am 3. Tag Parken, 12 EUR", "date", sent("2025-03-10"), [], ["2025-03-03"]),
+    ("Parking le 3, 12 €", "date", sent("2025-03-10"), ["2025-03-03"], []),
+    ("Parking le 1er à Roissy, 12 €", "date", sent("2025-03-10"), ["2025-03-01"], []),
+    ("Parking le 3 mars, 12 €", "date", sent("2025-05-10"), ["2025-03-03"], ["2025-05-03"]),
+    ("Parking : j'en prends le 3 €", "date", sent("2025-03-10"), [], ["2025-03-03"]),
+    ("Taxi el día 3, 12 €", "date", sent("2025-03-10"), ["2025-03-03"], []),
+    ("Taxi el día 3 de marzo, 12 €", "date", sent("2025-05-10"), ["2025-03-03"], ["2025-05-03"]),
+    ("Táxi no dia 3, 12 €", "date", sent("2025-03-10"), ["2025-03-03"], []),
 ]
 
 # (text, the day it names against Wednesday 2025-10-08 or None, days it must not offer nor back)

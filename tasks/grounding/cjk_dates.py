@@ -21,6 +21,7 @@ import re
 import unicodedata
 from datetime import date, timedelta
 
+from formwork.tasks.grounding.ordinal_days import latest_day
 from formwork.tasks.grounding.reading import Reading
 
 NUMERAL = {c: n for n, c in enumerate("〇一二三四五六七八九")} | {"十": 10, "两": 2, "兩": 2}
@@ -99,11 +100,7 @@ def _month_day(reference: date, named: str | None, month: str | None, day: int) 
         if this_year is None or this_year <= reference:
             return this_year
         return _valid(reference.year - 1, int(month), day)
-    for back in range(3):  # this month, else the month before (31号 on the 2nd: two months back)
-        found = _valid(*_month_back(reference, back), day)
-        if found and found <= reference:
-            return found
-    return None
+    return latest_day(reference, day)  # as "the 8th" alone: this month's, else the month before
 
 
 def month_day_spans(text: str) -> list[tuple[int, int]]:

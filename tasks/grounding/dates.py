@@ -64,6 +64,7 @@ DAY_NUMBER = re.compile(r"\d{1,2}(?:st|nd|rd|th|er|re|e|o|a|º|ª)?|\d{1,4}[./-]
 AMOUNT_AFTER = re.compile(
     r"\s*(?:[€$£¥₹]|(?:[A-Z]{3}|[Ee]uros?|[Dd]ollars?|[Ff]rancs?|[Pp]ounds?|yen|kr|zł|Kč)(?![^\W\d_]))"
 )
+ORDINAL = re.compile(r"(\d{1,2})(?:st|nd|rd|th)")  # "3rd": a day's number, whatever the run's day
 CURRENCY_SIGN = re.compile(r"[€$£¥₹]")
 BOUNDARY = re.compile(r"[\n\t|;!?()\[\]]")  # between two words (a table's cells too): two expressions
 SHORT = re.compile(r"\d{1,2}|[^\W\d_]{1,4}")  # a day number or an abbreviation, before its own dot
@@ -195,10 +196,13 @@ class WrittenDates:
         return day.isdigit() and len(day) <= 2 and "," in self.text[end:after] and month in month_words()
 
     def _agrees(self, run: tuple[int, int], day: date) -> bool:
-        """Whether `day` falls on every weekday the run names: dateparser reads "Sat 3" as the 3rd
-        month and the reference's day, whatever weekday that is."""
-        words = (_key(m.group()) for m in _word().finditer(self.text, run[0], run[1]))
-        return all(day.weekday() in weekdays_named().get(word, range(7)) for word in words)
+        """Whether `day` falls on every weekday the run names and is every ordinal day it writes:
+        dateparser reads "Sat 3" as the 3rd month and the reference's day, whatever weekday that is,
+        and "Monday the 3rd" as the last Monday, whatever its number."""
+        words = [_key(m.group()) for m in _word().finditer(self.text, run[0], run[1])]
+        ordinals = [int(o.group(1)) for w in words if (o := ORDINAL.fullmatch(w))]
+        weekdays = all(day.weekday() in weekdays_named().get(word, range(7)) for word in words)
+        return weekdays and all(n == day.day for n in ordinals)
 
     def _set_apart(self, k: int) -> bool:
         """Whether word `k` is a weekday's abbreviation that the text marks as one: bracketed
