@@ -27,7 +27,8 @@ import formwork.tasks.grounding.values
 import formwork.tasks.modes
 
 READERS = ("stated_reference", "cjk_readings", "month_day_spans", "numeric_readings", "digit_readings",
-           "han_readings", "word_readings")  # fmt: skip
+           "han_readings", "word_readings", "day_part_readings", "ordinal_readings",
+           "ordinal_day_spans")  # fmt: skip
 STAGES: dict[str, list[tuple[Any, str]]] = {
     "reading": [
         *((formwork.tasks.grounding.values, name) for name in READERS),

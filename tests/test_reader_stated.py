@@ -106,6 +106,95 @@ CASES = [
     ("Almoço no Porto, 86,40 €, anteontem", "date", sent("2025-09-17"), ["2025-09-15"], []),
     ("Kawa w kawiarni, 32,50 zł, wczoraj", "date", sent("2025-11-20"), ["2025-11-19"], []),
     ("Bilet PKP 169 zł, 7 marca 2025", "date", None, ["2025-03-07"], []),
+    # a numeric date after an amount and its full stop: "85.37. 01" is no date and hides none
+    ("stapler $12.49. Total $85.37. 01/07/2025", "date", None, ["2025-01-07", "2025-07-01"], []),
+    ("stapler $12.49. Total $85.37. 01/07/2025", "amount", None, [85.37, 12.49], [2025, 7]),
+    ("Total 85.37. 01.07.2025", "date", None, ["2025-01-07"], []),
+    ("Total $12.30. 01/07/2025", "date", None, ["2025-01-07"], ["2001-12-30"]),  # a separator twice alike
+    ("Beleg 3. 5. 2024, 12 EUR", "date", None, ["2024-05-03"], []),
+    # a date word written with an apostrophe, ' or ’, is one word (exp-310)
+    ("Déjeuner sur le pouce : 14,90 €, aujourd'hui, Inès", "date", sent("2025-11-18"), ["2025-11-18"], []),
+    ("Déjeuner : 14,90 €, aujourd’hui, Inès", "date", sent("2025-11-18"), ["2025-11-18"], ["2025-11-19"]),
+    ("Aujourd’hui, taxi pour l’aéroport : 32 €", "date", sent("2025-11-18"), ["2025-11-18"], []),
+    ("Taxi d’hui, 32 €", "date", sent("2025-11-18"), [], ["2025-11-18"]),  # "hui" alone is no day
+    # Korean weeks (exp-127): 지난주 금요일 is last week's Friday
+    ("지난주 금요일 64,000원", "date", sent("2026-02-10"), ["2026-02-06"], ["2026-02-13", "2026-01-30"]),
+    ("무슨 요일에 택시 12,000원", "date", sent("2026-02-10"), [], ["2026-02-09"]),  # no weekday named
+    # a part of a day names its day (exp-182, exp-235, exp-194, exp-223)
+    ("I paid $42 for the cab last night", "date", sent("2025-11-05"), ["2025-11-04"], ["2025-11-05"]),
+    ("Dinner on me last night w/ the Oracle folks, $212.45", "date", sent("2025-02-27"), ["2025-02-26"], []),
+    ("Oyster top-up £20 this morning. - Priya Patel", "date", sent("2025-06-23"), ["2025-06-23"], []),
+    ("Grabbed coffee for the panel this morning, $23.60", "date", sent("2025-05-07"), ["2025-05-07"], []),
+    # a day of the month alone as an ordinal: the latest on or before the reference (exp-236)
+    (
+        "Heathrow parking on the 3rd? £64.50",
+        "date",
+        sent("2025-03-10"),
+        ["2025-03-03"],
+        ["2025-02-03", "2025-03-10"],
+    ),
+    ("Can you add my Heathrow parking on the 3rd? £64.50", "amount", sent("2025-03-10"), [64.5], [3]),
+    ("Can you add my Heathrow parking on the 3rd? £64.50", "date", None, [], ["2025-03-03"]),
+    ("Dinner on the 21st with Bob, 80 EUR", "date", sent("2025-03-10"), ["2025-02-21"], ["2025-03-21"]),
+    ("Taxi on the 31st, 12 EUR", "date", sent("2025-03-02"), ["2025-01-31"], ["2025-03-31"]),
+    ("Monday the 3rd, taxi 20 EUR", "date", sent("2025-03-10"), ["2025-03-03"], ["2025-03-10"]),
+    ("The room on the 3rd floor, 120 EUR", "date", sent("2025-03-10"), [], ["2025-03-03"]),
+    ("Stapler, the 3rd item, 5 EUR", "date", sent("2025-03-10"), [], ["2025-03-03"]),
+    ("3rd party fees 20 EUR", "date", sent("2025-03-10"), [], ["2025-03-03"]),
+    ("Taxi on 3rd Street, 12 EUR", "date", sent("2025-03-10"), [], ["2025-03-03"]),
+    ("Taxi 3 to the airport, 12 EUR", "date", sent("2025-03-10"), [], ["2025-03-03"]),  # a bare number
+    ("Taxi on the 3rd of May, 20 EUR", "date", sent("2025-03-10"), ["2024-05-03"], ["2025-03-03"]),
+    ("Taxi May the 3rd, 20 EUR", "date", sent("2025-03-10"), [], ["2025-03-03"]),
+    ("Parken am 3., 12 EUR", "date", sent("2025-03-10"), ["2025-03-03"], []),
+    ("Parken am 3. Mai, 12 EUR", "date", sent("2025-03-10"), ["2024-05-03"], ["2025-03-03"]),
+    ("Am 3. Tag Parken, 12 EUR", "date", sent("2025-03-10"), [], ["2025-03-03"]),
+    ("Parking le 3, 12 €", "date", sent("2025-03-10"), ["2025-03-03"], []),
+    ("Parking le 1er à Roissy, 12 €", "date", sent("2025-03-10"), ["2025-03-01"], []),
+    ("Parking le 3 mars, 12 €", "date", sent("2025-05-10"), ["2025-03-03"], ["2025-05-03"]),
+    ("Parking : j'en prends le 3 €", "date", sent("2025-03-10"), [], ["2025-03-03"]),
+    ("Taxi el día 3, 12 €", "date", sent("2025-03-10"), ["2025-03-03"], []),
+    ("Taxi el día 3 de marzo, 12 €", "date", sent("2025-05-10"), ["2025-03-03"], ["2025-05-03"]),
+    ("Táxi no dia 3, 12 €", "date", sent("2025-03-10"), ["2025-03-03"], []),
+]
+
+# (text, the day it names against Wednesday 2025-10-08 or None, days it must not offer nor back)
+PARTS_OF_A_DAY = [
+    ("Taxi home last night, 31 EUR", "2025-10-07", ["2025-10-08"]),
+    ("Coffee this morning, 4 EUR", "2025-10-08", ["2025-10-07"]),
+    ("Parking this afternoon, 6 EUR", "2025-10-08", []),
+    ("Dinner tonight with the team, 80 EUR", "2025-10-08", ["2025-10-09"]),
+    ("Lunch earlier today, 12 EUR", "2025-10-08", []),
+    ("Hotel, the last night of the trip, 120 EUR", None, ["2025-10-07"]),  # an ordinal, not yesterday
+    ("Taxi gestern Abend, 23 EUR", "2025-10-07", []),
+    ("Taxi heute Morgen zum Bahnhof, 23 EUR", "2025-10-08", ["2025-10-09"]),  # Morgen: morning
+    ("Taxi gestern Morgen, 23 EUR", "2025-10-07", ["2025-10-09"]),
+    ("Taxi am Montag Morgen, 23 EUR", "2025-10-06", ["2025-10-09"]),
+    ("Guten Morgen, Taxi zum Bahnhof 23 EUR", None, ["2025-10-09"]),
+    ("Taxi morgen früh, 23 EUR", "2025-10-09", []),  # morgen: tomorrow
+    ("Hotel letzte Nacht, 120 EUR", "2025-10-07", []),
+    ("Die letzte Nacht im Hotel, 120 EUR", None, ["2025-10-07"]),
+    ("Taxi hier soir, 23 €", "2025-10-07", []),
+    ("Café ce matin, 4 €", "2025-10-08", []),
+    ("Dîner ce soir, 40 €", "2025-10-08", []),
+    ("Taxi anoche, 23 €", "2025-10-07", ["2025-10-08"]),
+    ("Café esta mañana, 4 €", "2025-10-08", ["2025-10-09"]),  # mañana: morning
+    ("Taxi ayer por la mañana, 23 €", "2025-10-07", ["2025-10-09"]),
+    ("Taxi a las 9 de la mañana, 23 €", None, ["2025-10-09"]),
+    ("Taxi ieri sera, 23 €", "2025-10-07", []),
+    ("Caffè stamattina, 4 €", "2025-10-08", []),
+    ("Táxi ontem à noite, 23 €", "2025-10-07", []),
+    ("Café hoje de manhã, 4 €", "2025-10-08", []),
+    ("Taxi gisteravond, 23 euro", "2025-10-07", []),
+    ("Koffie vanochtend, 4 euro", "2025-10-08", []),
+    ("Goede morgen! Taxi 23 euro", None, ["2025-10-09"]),
+    ("Taksówka wczoraj wieczorem, 23 zł", "2025-10-07", []),
+    ("Kawa dziś rano, 4 zł", "2025-10-08", []),
+    ("昨晚打车 35元", "2025-10-07", []),
+    ("今天早上咖啡 20元", "2025-10-08", []),
+    ("今朝のタクシー 1200円", "2025-10-08", []),
+    ("昨晩のタクシー 1200円", "2025-10-07", []),
+    ("어젯밤 택시 18,400원", "2025-10-07", []),
+    ("오늘 아침 커피 4,500원", "2025-10-08", []),
 ]
 
 
@@ -118,6 +207,17 @@ def test_the_text_backs_what_it_states_and_nothing_else(
         assert value in choices and accepted(text, field, value, meta), (value, choices)
     for value in wrong:
         assert value not in choices and not accepted(text, field, value, meta), (value, choices)
+
+
+@pytest.mark.parametrize(("text", "day", "wrong"), PARTS_OF_A_DAY)
+def test_a_part_of_a_day_names_its_day(text: str, day: str | None, wrong: list[str]) -> None:
+    meta = sent("2025-10-08")
+    choices = offered(text, "date", meta)
+    if day:
+        assert day in choices and accepted(text, "date", day, meta), choices
+        assert day not in offered(text, "date") and not accepted(text, "date", day)  # none without it
+    for value in wrong:
+        assert value not in choices and not accepted(text, "date", value, meta), (value, choices)
 
 
 def test_a_date_the_text_does_not_state_leaves_only_null() -> None:

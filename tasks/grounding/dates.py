@@ -1,7 +1,9 @@
 """Every date a text writes, with its span: numeric forms by regex, written ones by dateparser.
 
 Numeric forms ("2020-03-03", "3/3/20", "2020年3月3日", "2020년 3월 3일") are read by a regex, in
-either day/month order when the text is ambiguous. Written ones are read by `dateparser`, asked only
+either day/month order when the text is ambiguous; day, month and year are parted by one separator
+written twice alike, and a match that means no day hides none that begins inside it ("Total $85.37.
+01/07/2025": "85.37. 01" is an amount and a full stop). Written ones are read by `dateparser`, asked only
 about runs of words around a month, weekday or relative word (dateparser alone glues neighbours onto
 a date: "last Friday, 30"; "on March 3rd 2020 by"). An expression whose meaning depends on the day it
 was written ("yesterday", "last Friday", "March 3") is read only against a reference date, as
@@ -34,8 +36,9 @@ and without a reference date: the same readings, in 2.2-2.8x less time; BENCHMAR
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
-from functools import lru_cache
+from functools import cache, lru_cache
 
 from formwork.tasks.grounding.date_words import (
     LANGUAGES,
@@ -47,11 +50,13 @@ from formwork.tasks.grounding.date_words import (
     weekday_numbers,
     weekdays_named,
 )
-from formwork.tasks.grounding.reading import RECORDS_KEPT, Reading
+from formwork.tasks.grounding.day_parts import held_spans
+from formwork.tasks.grounding.reading import RECORDS_KEPT, Reading, overlaps
 
 YMD = re.compile(r"(?<!\d)(\d{4})\s*[-/.年년]\s*(\d{1,2})\s*[-/.月월]\s*(\d{1,2})(?:\s*[日일])?(?!\d)")
-AB_Y = re.compile(r"(?<!\d)(\d{1,2})\s*[-/.]\s*(\d{1,2})\s*[-/.]\s*(\d{4}|\d{2})(?!\d)")
-WORD = re.compile(r"\d{1,2}:\d{2}(?::\d{2})?|\w+(?:[./-]\w+)*")  # a time is one word: "Jun 2024 09" is no day
+# Day, month and year parted by one separator written twice alike: "01/07/2025", "3. 5. 2024", never the
+# "85.37. 01" of "Total $85.37. 01/07/2025" (a decimal amount, a full stop, then the date).
+AB_Y = re.compile(r"(?<!\d)(\d{1,2})(\s*[-/.]\s*)(\d{1,2})\2(\d{4}|\d{2})(?!\d)")
 MAX_WORDS = 5
 # A word that names a day of the month: 3, 03, 3rd, 1er, 3º; or a numeric date "10.06.2024".
 DAY_NUMBER = re.compile(r"\d{1,2}(?:st|nd|rd|th|er|re|e|o|a|º|ª)?|\d{1,4}[./-]\d{1,2}(?:[./-]\d{1,4})?", re.I)
@@ -59,12 +64,28 @@ DAY_NUMBER = re.compile(r"\d{1,2}(?:st|nd|rd|th|er|re|e|o|a|º|ª)?|\d{1,4}[./-]
 AMOUNT_AFTER = re.compile(
     r"\s*(?:[€$£¥₹]|(?:[A-Z]{3}|[Ee]uros?|[Dd]ollars?|[Ff]rancs?|[Pp]ounds?|yen|kr|zł|Kč)(?![^\W\d_]))"
 )
+ORDINAL = re.compile(r"(\d{1,2})(?:st|nd|rd|th)")  # "3rd": a day's number, whatever the run's day
 CURRENCY_SIGN = re.compile(r"[€$£¥₹]")
 BOUNDARY = re.compile(r"[\n\t|;!?()\[\]]")  # between two words (a table's cells too): two expressions
 SHORT = re.compile(r"\d{1,2}|[^\W\d_]{1,4}")  # a day number or an abbreviation, before its own dot
 STEP = {"next": 1, "last": -1}  # "next Monday", "last Friday": read here, not by dateparser
 # Two bases far apart: an expression that parses to different days against them is relative.
 BASES = (datetime(2001, 6, 15, 12), datetime(2011, 2, 10, 12))
+
+
+@cache
+def _word() -> re.Pattern[str]:
+    """A word of a run: a time ("Jun 2024 09" is no day), a date word written with an apostrophe
+    ("aujourd'hui", with ' or ’: `\\w` stops at either, and "aujourd" and "hui" alone are no day), or
+    letters and digits, joined by . / or - ("avant-hier", "03.06.2024")."""
+    elided = sorted((w for w in date_words() if "'" in w), key=len, reverse=True)
+    names = [re.escape(w).replace("'", "['’]") + r"(?!\w)" for w in elided]
+    return re.compile("|".join([r"\d{1,2}:\d{2}(?::\d{2})?", *names, r"\w+(?:[./-]\w+)*"]), re.I)
+
+
+def _key(word: str) -> str:
+    """A word as the date word lists hold it: lower case, no closing dot, ’ written '."""
+    return word.lower().rstrip(".").replace("’", "'")
 
 
 @lru_cache(maxsize=RECORDS_KEPT)
@@ -84,15 +105,36 @@ def safe_date(year: int, month: int, day: int) -> date | None:
 def numeric_readings(text: str) -> list[Reading]:
     """Dates written with digits; the ISO form itself is `exact`."""
     found = []
-    for m in YMD.finditer(text):
-        day = safe_date(*(int(g) for g in m.groups()))
-        if day:
-            found.append(Reading(day, m.span(), "exact" if m.group() == day.isoformat() else "normalised"))
-    for m in AB_Y.finditer(text):
-        a, b, y = (int(g) for g in m.groups())
-        years = [y] if len(m.group(3)) == 4 else [2000 + y, 1900 + y]
-        days = {d for year in years for d in (safe_date(year, b, a), safe_date(year, a, b)) if d}
-        found += [Reading(d, m.span(), "normalised") for d in sorted(days)]
+    for m, (day,) in _dated(YMD, text, _ymd):
+        found.append(Reading(day, m.span(), "exact" if m.group() == day.isoformat() else "normalised"))
+    for m, days in _dated(AB_Y, text, _ab_y):
+        found += [Reading(d, m.span(), "normalised") for d in days]
+    return found
+
+
+def _ymd(m: re.Match[str]) -> list[date]:
+    day = safe_date(*(int(g) for g in m.groups()))
+    return [day] if day else []
+
+
+def _ab_y(m: re.Match[str]) -> list[date]:
+    """The days "a/b/y" can mean, in either order; a two-digit year in this century or the last."""
+    a, b, y = int(m.group(1)), int(m.group(3)), int(m.group(4))
+    years = [y] if len(m.group(4)) == 4 else [2000 + y, 1900 + y]
+    return sorted({d for year in years for d in (safe_date(year, b, a), safe_date(year, a, b)) if d})
+
+
+def _dated(
+    pattern: re.Pattern[str], text: str, days: Callable[[re.Match[str]], list[date]]
+) -> list[tuple[re.Match[str], list[date]]]:
+    """The matches of `pattern` that mean a day, with the days: one that means none ("37.01.07") hides
+    no date that begins inside it, so the search goes on from its next character, not from its end."""
+    found, at = [], 0
+    while m := pattern.search(text, at):
+        meant = days(m)
+        if meant:
+            found.append((m, meant))
+        at = m.end() if meant else m.start() + 1
     return found
 
 
@@ -102,16 +144,18 @@ class WrittenDates:
 
     def __init__(self, text: str, reference: date | None, anchor: str | None):
         self.text, self.reference, self.anchor = text, reference, anchor
-        self.words = [m.span() for m in WORD.finditer(text)]
+        self.words = [m.span() for m in _word().finditer(text)]
+        self.held = held_spans(text)  # "heute Morgen", "last night": read whole, by day_parts
         self._parsed = _parses(text)
 
     def _runs(self, hit: int) -> list[tuple[int, int]]:
-        """Every run of up to MAX_WORDS words that holds word `hit` and only words some locale knows;
-        without a reference date, only runs with a digit (a day in words alone, "Friday", means a day
-        only against a reference)."""
+        """Every run of up to MAX_WORDS words that holds word `hit` and only words some locale knows,
+        and shares no character with a part of a day (`day_parts.held_spans`: the "Morgen" of "heute
+        Morgen" is no tomorrow); without a reference date, only runs with a digit (a day in words
+        alone, "Friday", means a day only against a reference)."""
         words, runs = self.words, []
         near = range(max(0, hit - MAX_WORDS + 1), min(hit + MAX_WORDS, len(words)))
-        readable = {k: known(self.text[words[k][0] : words[k][1]]) for k in near}
+        readable = {k: known(_key(self.text[words[k][0] : words[k][1]])) for k in near}
         for i in range(max(0, hit - MAX_WORDS + 1), hit + 1):
             if not all(readable[k] for k in range(i, hit)):
                 continue
@@ -120,7 +164,7 @@ class WrittenDates:
                     break
                 span = (words[i][0], words[j][1])
                 dated = self.reference is not None or any(c.isdigit() for c in self.text[span[0] : span[1]])
-                if dated and self._states_day(i, j):
+                if dated and not overlaps(span, self.held) and self._states_day(i, j):
                     runs.append(span)
         return runs
 
@@ -129,7 +173,7 @@ class WrittenDates:
         relative day; the last is not digits before a currency ("12 March, 95 EUR"), nor two digits
         after a comma; no currency sign inside."""
         words = [self.text[s:e] for s, e in self.words[first : last + 1]]
-        if not any(DAY_NUMBER.fullmatch(w) or w.lower().rstrip(".") in day_words() for w in words):
+        if not any(DAY_NUMBER.fullmatch(w) or _key(w) in day_words() for w in words):
             return first == last and self._set_apart(first)
         start, end = self.words[first][0], self.words[last][1]
         if CURRENCY_SIGN.search(self.text, start, end) or any(self._ends(k) for k in range(first, last)):
@@ -152,10 +196,13 @@ class WrittenDates:
         return day.isdigit() and len(day) <= 2 and "," in self.text[end:after] and month in month_words()
 
     def _agrees(self, run: tuple[int, int], day: date) -> bool:
-        """Whether `day` falls on every weekday the run names: dateparser reads "Sat 3" as the 3rd
-        month and the reference's day, whatever weekday that is."""
-        words = (m.group().lower().rstrip(".") for m in WORD.finditer(self.text, run[0], run[1]))
-        return all(day.weekday() in weekdays_named().get(word, range(7)) for word in words)
+        """Whether `day` falls on every weekday the run names and is every ordinal day it writes:
+        dateparser reads "Sat 3" as the 3rd month and the reference's day, whatever weekday that is,
+        and "Monday the 3rd" as the last Monday, whatever its number."""
+        words = [_key(m.group()) for m in _word().finditer(self.text, run[0], run[1])]
+        ordinals = [int(o.group(1)) for w in words if (o := ORDINAL.fullmatch(w))]
+        weekdays = all(day.weekday() in weekdays_named().get(word, range(7)) for word in words)
+        return weekdays and all(n == day.day for n in ordinals)
 
     def _set_apart(self, k: int) -> bool:
         """Whether word `k` is a weekday's abbreviation that the text marks as one: bracketed
@@ -198,7 +245,7 @@ class WrittenDates:
         day absolutely) against the reference date; each at its shortest run."""
         found = []
         for hit, (start, end) in enumerate(self.words):
-            if self.text[start:end].lower().rstrip(".") not in date_words():
+            if _key(self.text[start:end]) not in date_words():
                 continue
             meant = [
                 (run, m)

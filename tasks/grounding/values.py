@@ -25,8 +25,10 @@ from functools import cached_property, lru_cache
 from formwork.tasks.grounding.anchors import stated_reference
 from formwork.tasks.grounding.cjk_dates import cjk_readings, month_day_spans
 from formwork.tasks.grounding.dates import WrittenDates, numeric_readings
+from formwork.tasks.grounding.day_parts import day_part_readings
 from formwork.tasks.grounding.numbers import digit_readings
 from formwork.tasks.grounding.numerals import han_readings, word_readings
+from formwork.tasks.grounding.ordinal_days import ordinal_day_spans, ordinal_readings
 from formwork.tasks.grounding.reading import RECORDS_KEPT, Kind, Reading, inside
 
 __all__ = ["Kind", "Reading", "ValueFinder", "ValueMatch", "inside", "record_values"]
@@ -86,7 +88,9 @@ class ValueFinder:
     @cached_property
     def _written_dates(self) -> list[Reading]:
         written = WrittenDates(self.text, self.reference, self.anchor).readings()
-        return written + cjk_readings(self.text, self.reference, self.anchor)
+        written += cjk_readings(self.text, self.reference, self.anchor)
+        written += day_part_readings(self.text, self.reference, self.anchor)
+        return written + ordinal_readings(self.text, self.reference, self.anchor)
 
     @cached_property
     def _han(self) -> list[Reading]:
@@ -94,9 +98,10 @@ class ValueFinder:
 
     @cached_property
     def _digits(self) -> list[Reading]:
-        """Digit runs' readings, except the digits of a date ("2020-03-12", "12月5号") or of a CJK
-        numeral ("1.2万": the 1.2 is part of 12000, not an amount of its own)."""
+        """Digit runs' readings, except the digits of a date ("2020-03-12", "12月5号", "the 3rd") or
+        of a CJK numeral ("1.2万": the 1.2 is part of 12000, not an amount of its own)."""
         taken = [r.span for r in self._numeric_dates + self._han] + month_day_spans(self.text)
+        taken += ordinal_day_spans(self.text)
         return digit_readings(self.text, taken)
 
     @cached_property
