@@ -16,10 +16,8 @@ per mode under that mode's full key (tasks.evaluation.key) and may write it as a
 
 from __future__ import annotations
 
-import hashlib
-import json
 import uuid
-from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,129 +26,33 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from formwork.db.calibrations import METHOD, export_calibration, statement
-from formwork.db.models import Calibration, EvalRun, ModelCall, Record, Run, RunResult
+from formwork.db.calibrations import export_calibration, policy_for, statement
+from formwork.db.models import Calibration, EvalRun, Record, Run, RunResult
 from formwork.db.session import session_factory
 from formwork.db.store import store_records
+from formwork.flows.eval_steps import (
+    certified_report,
+    costs,
+    export_path,
+    score_run,
+    store_calibration,
+    verified,
+)
 from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
 from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import Schema, load_checked_schema
-from formwork.tasks.confidence.certify import LEVEL, TARGET, lower_bound
-from formwork.tasks.evaluation.calibration import GoldRow, calibrate, field_targets
-from formwork.tasks.evaluation.certified import field_claims, field_counts
+from formwork.tasks.confidence.certify import TARGET
+from formwork.tasks.evaluation.certified import FieldCount
 from formwork.tasks.evaluation.gold import GoldRecord, Half, load_gold
-from formwork.tasks.evaluation.key import CalibrationKey, calibration_key
-from formwork.tasks.evaluation.scoring import OUTCOMES, score_record, summarise
-from formwork.tasks.evaluation.verification import check
-from formwork.tasks.evaluation.verification import verify as verify_claims
+from formwork.tasks.evaluation.key import CalibrationKey, calibration_key, pipeline_version
+from formwork.tasks.evaluation.replay import replayed, same_readings
+from formwork.tasks.evaluation.scoring import OUTCOMES
 from formwork.tasks.modes import MODES
 from formwork.tasks.presets import run_warning
 from formwork.tasks.settings import Settings
 from formwork.tasks.sources import InputRecord
 
 MIN_TARGET, MAX_TARGET = 0.5, 0.999  # below a coin flip certifies nothing; 1 no finite gold set reaches
-
-
-def _costs(session: Session, run_id: int, records: int, mode: str) -> dict[str, Any]:
-    calls = session.execute(
-        select(
-            ModelCall.prompt_tokens, ModelCall.completion_tokens, ModelCall.duration_s, ModelCall.parse_step
-        ).where(ModelCall.run_id == run_id)
-    ).all()
-    run = session.get(Run, run_id)
-    wall = (run.finished_at - run.started_at).total_seconds() if run and run.finished_at else 0.0
-    steps = Counter(c.parse_step for c in calls if c.parse_step)
-    n = max(records, 1)
-    return {
-        "calls": len(calls),
-        "prompt_tokens_per_record": sum(c.prompt_tokens for c in calls) / n,
-        "completion_tokens_per_record": sum(c.completion_tokens for c in calls) / n,
-        "model_seconds_per_record": sum(c.duration_s for c in calls) / n,
-        "wall_seconds_per_record": wall / n,
-        "parse_steps": dict(steps),
-    }
-
-
-def _score_run(session: Session, schema: Schema, run_id: int, golds: list[GoldRecord], source: str
-               ) -> tuple[dict[str, Any], list[GoldRow]]:  # fmt: skip
-    """The run's report (outcomes, per-field accuracy, what it certified per field) and its rows as
-    calibration and verification read them."""
-    rows = {
-        key: (status, data, nulled, trust)
-        for key, status, data, nulled, trust in session.execute(
-            select(Record.key, RunResult.status, RunResult.data, RunResult.nulled, RunResult.trust)
-            .join(RunResult, RunResult.record_id == Record.id)
-            .where(Record.source == source, RunResult.run_id == run_id)
-        )
-    }  # fmt: skip
-    missing = ("failed", None, [], None)  # a record the run did not store counts as no JSON
-    scores = [score_record(schema, g.id, g.gold, *rows.get(g.id, missing)[:3]) for g in golds]
-    report = summarise(schema, scores, [g.gold for g in golds]).as_dict()
-    gold_rows = [GoldRow(g.id, rows.get(g.id, missing)[3] or [], g.gold) for g in golds]
-    counts = field_counts(schema, gold_rows)
-    values, certified = sum(c.values for c in counts.values()), sum(c.certified for c in counts.values())
-    report["certified"] = {name: {"values": c.values, "certified": c.certified, "right": c.right}
-                           for name, c in counts.items()}  # fmt: skip
-    report["coverage"] = certified / values if values else None
-    report["certified_precision"] = sum(c.right for c in counts.values()) / certified if certified else None
-    return report, gold_rows
-
-
-def _gold_hash(golds: list[GoldRecord]) -> str:
-    """One hash for the gold records scored (ids, texts, answers): a calibration names its evidence."""
-    rows = [[g.id, g.text, g.gold, g.meta] for g in golds]
-    return hashlib.sha256(json.dumps(rows, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
-
-def _calibrate(session: Session, key: CalibrationKey, run_id: int, golds: list[GoldRecord], schema: Schema,
-               rows: list[GoldRow], target: float) -> tuple[Calibration, dict[str, Any]]:  # fmt: skip
-    """Fit the score and certify each field on these gold rows; store the calibration under `key`."""
-    targets = {name: t if t != TARGET else target for name, t in field_targets(schema).items()}
-    found = calibrate(schema, rows, targets, LEVEL)
-    kept = [c for c in found.claims.values() if c.certified]
-    pooled_kept, pooled_right = sum(c.kept for c in kept), sum(c.correct for c in kept)
-    row = Calibration(**key.as_dict(), method=METHOD, threshold=None, target=target, level=LEVEL,
-                      bound=found.row_bound, kept=found.ok_rows, correct=found.ok_right,
-                      values_bound=lower_bound(pooled_right, pooled_kept, LEVEL) if pooled_kept else None,
-                      values_kept=pooled_kept, values_correct=pooled_right,
-                      fields={name: claim.as_dict() for name, claim in found.claims.items()},
-                      score_model=found.model.as_dict(),
-                      gold_hash=_gold_hash(golds), gold_size=len(golds), run_id=run_id)  # fmt: skip
-    session.add(row)
-    session.flush()
-    values = sum(c.values for c in found.claims.values())
-    return row, {"id": row.id, "fields": {name: c.sentence() for name, c in found.claims.items()},
-                 "rows": found.row_sentence(target),
-                 "covered": f"{pooled_kept} of {values} gold values kept as certified"}  # fmt: skip
-
-
-def _verify(session: Session, run_id: int, schema: Schema, rows: list[GoldRow], report: dict[str, Any]
-            ) -> dict[str, Any]:  # fmt: skip
-    """Whether the calibration this run applied (as any run would) held on these gold records."""
-    run = session.get(Run, run_id)
-    applied = (run.confidence if run else None) or {}
-    claims = field_claims(field_counts(schema, rows), applied)
-    ok = report["ok"]
-    ok_right = round((report["precision_ok"] or 0.0) * ok)
-    rows_claim = check("rows ok", ok_right, ok, applied.get("target", TARGET), applied.get("level", LEVEL))
-    found = verify_claims(claims, rows_claim)
-    return found | {"applied": statement(applied) if applied else "no calibration applied"}
-
-
-def _export_name(key: CalibrationKey) -> str:
-    """The file name of a key's calibration. Every part is cleaned (a schema's title is the user's:
-    "../../evil" would climb out of the folder): letters, digits, `-`, `_` and inner dots only."""
-    parts = (key.schema_name, f"v{key.schema_version}", key.model, key.engine, key.mode)
-    cleaned = ("".join(c if c.isalnum() or c in "-_." else "-" for c in part).strip(".-") for part in parts)
-    return "-".join(part or "_" for part in cleaned) + ".json"
-
-
-def _export_path(folder: Path, key: CalibrationKey) -> Path:
-    """Where `--export` writes a key's calibration; refused if it resolves outside `folder` (a link)."""
-    path = (folder / _export_name(key)).resolve()
-    if path.parent != folder.resolve():
-        raise ValueError(f"--export: {folder / _export_name(key)} resolves to {path}, outside {folder}")
-    return path
 
 
 def _publish(reports: dict[str, dict[str, Any]], title: str) -> None:
@@ -176,14 +78,62 @@ def _publish(reports: dict[str, dict[str, Any]], title: str) -> None:
     create_markdown_artifact(markdown="\n".join(lines), key="eval-confusion", description=title)
 
 
-def _checked(target: float, calibrate: bool, verify: bool, export: str | None) -> None:
+def _checked(target: float, calibrate: bool, verify: bool, export: str | None, measure: bool) -> None:
     if not MIN_TARGET <= target <= MAX_TARGET:
         raise ValueError(f"target {target:g} is outside {MIN_TARGET:g} to {MAX_TARGET:g}: a calibration "
-                         "certifies a precision of ok worth having, one gold records can reach")  # fmt: skip
-    if calibrate and verify:
-        raise ValueError("use --calibrate on one half and --verify on the other, not both at once")
+                         "certifies a precision worth having, one gold records can reach")  # fmt: skip
+    if sum((calibrate, verify, measure)) > 1:
+        raise ValueError("use one of --measure, --calibrate and --verify: measure the gold once, then "
+                         "calibrate on one half and verify on the other (--from-run)")  # fmt: skip
     if export and not calibrate:
         raise ValueError("--export writes the calibration --calibrate stores: add --calibrate")
+
+
+def _stored_key(session: Session, run: Run) -> CalibrationKey:
+    """The key of the rows a measured run holds, as this build would read them: refused where the
+    readers or prompts have changed since (the readings would not be this build's)."""
+    stored = (run.confidence or {}).get("key")
+    if stored is None:
+        made = session.scalar(select(Calibration).where(Calibration.run_id == run.id).limit(1))
+        stored = {name: getattr(made, name) for name in CalibrationKey.__dataclass_fields__} if made else None
+    if stored is None or stored.get("pipeline") is None:
+        raise ValueError(f"run {run.id} recorded no calibration key: measure again (--measure)")
+    key = CalibrationKey(**stored)
+    if not same_readings(key.pipeline, pipeline_version()):
+        raise ValueError(f"run {run.id} was read by pipeline {key.pipeline}; this build reads as "
+                         f"{pipeline_version()} (readers or prompts changed): measure again")  # fmt: skip
+    return replace(key, pipeline=pipeline_version())
+
+
+def _from_run(
+    session: Session, chosen: Schema, golds: list[GoldRecord], run_id: int, mode: str, calibrate: bool,
+    verify: bool, target: float, export: str | None,
+) -> dict[str, Any]:  # fmt: skip
+    """Calibrate or verify on the rows a measured run stored (tasks.evaluation.replay), no model call."""
+    run = session.get(Run, run_id)
+    if run is None or run.flow != "evaluate" or not run.source.endswith(f"#{mode}"):
+        raise ValueError(f"run {run_id} is no `formwork eval` of mode {mode} in this database")
+    key = _stored_key(session, run)
+    stored = set(session.scalars(select(Record.key).join(RunResult, RunResult.record_id == Record.id)
+                                 .where(RunResult.run_id == run_id)))  # fmt: skip
+    missing = [g.id for g in golds if g.id not in stored]
+    if missing:
+        shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
+        raise ValueError(f"run {run_id} did not read {len(missing)} of these gold records ({shown}): measure "
+                         "them (--measure) first")  # fmt: skip
+    report, rows = score_run(session, chosen, run_id, golds, run.source)
+    report |= costs(session, run_id, len(golds), mode)
+    if calibrate:
+        report["calibrated"] = store_calibration(session, key, run_id, golds, chosen, rows, target, export)
+    if verify:
+        applied = policy_for(session, key)
+        policy = applied.policy
+        if policy.model is None:
+            raise ValueError(f"no calibration applies to these rows ({applied.applied['guarantee']})")
+        counts, ok, ok_right = replayed(chosen, rows, policy.model, policy.claims)
+        report |= certified_report(counts) | {"ok": ok, "precision_ok": ok_right / ok if ok else None}
+        report["verified"] = verified(counts, ok, ok_right, applied.applied, statement(applied.applied))
+    return report
 
 
 @secret_free_flow("evaluate")
@@ -199,26 +149,37 @@ def evaluate(
     verify: bool = False,
     half: Half | None = None,
     export: str | None = None,
+    measure: bool = False,
+    from_run: int | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Score each mode on the gold records of `gold` (files, comma-separated; of one `half`, if given);
     return mode -> scores (with `run_id` and `eval_id`).
 
     Without `calibrate` each mode runs as production would, its matching calibration applied; `verify`
-    then says whether that calibration's guarantee held on these records. With `calibrate`, no
-    confidence bound applies (each row's least confidence is what is measured), and a calibration per
-    mode is chosen for `target`, stored under that mode's full key, and written into the folder
-    `export` as a file to ship, if given. Calibrating and verifying need a gold that names every field."""
-    _checked(target, calibrate, verify, export)
+    then says whether that calibration's guarantee held on these records. `measure` runs measuring
+    (nothing certified, nothing dropped). With `calibrate` it measures too, fits the score, certifies
+    each field for `target`, stores the calibration under the mode's full key and writes it into
+    `export` as a file to ship, if given. `from_run`: calibrate or verify on the rows a measured run
+    stored, with no model call (one mode). Calibrating and verifying need a gold that names every
+    field."""
+    _checked(target, calibrate, verify, export, measure)
     settings = Settings()
     modes = modes or [settings.mode]
     unknown = [m for m in modes if m not in MODES]
     if unknown:
         raise ValueError(f"unknown mode {', '.join(unknown)}: use {', '.join(MODES)}")
+    if from_run is not None and len(modes) != 1:
+        raise ValueError("--from-run reads one run: name its mode (--mode), not several")
     chosen = load_checked_schema(schema)
     files = [Path(g).resolve() for g in gold.split(",")]
-    golds = load_gold(files, chosen, limit, complete=calibrate or verify, half=half)
+    golds = load_gold(files, chosen, limit, complete=calibrate or verify or measure, half=half)
     sessions = session_factory(db_url or settings.db_url)
     batch, reports = uuid.uuid4().hex[:12], {}
+    if from_run is not None:
+        with sessions() as session:
+            report = _from_run(session, chosen, golds, from_run, modes[0], calibrate, verify, target, export)
+            session.commit()
+        return {modes[0]: report | {"run_id": from_run, "half": half}}
     with checked_engines(settings, chosen) as engines:
         for mode in modes:
             source = f"eval:{','.join(map(str, files))}#{mode}"
@@ -227,23 +188,28 @@ def evaluate(
             production = settings.model_copy(update={"mode": mode})
             key = calibration_key(production, chosen, engines)
             context = new_context(sessions, production, chosen, engines, flow="evaluate", source=source,
-                                  redo=True, measuring=calibrate)  # fmt: skip
+                                  redo=True, measuring=calibrate or measure)  # fmt: skip
             run_chunks(context, chunked(ids, settings.chunk_size))
             with sessions() as session:
-                report, rows = _score_run(session, chosen, context.run_id, golds, source)
-                report |= _costs(session, context.run_id, len(golds), mode)
+                report, rows = score_run(session, chosen, context.run_id, golds, source)
+                report |= costs(session, context.run_id, len(golds), mode)
                 report["half"] = half
                 if calibrate:
-                    row, report["calibrated"] = _calibrate(session, key, context.run_id, golds, chosen, rows,
-                                                           target)  # fmt: skip
+                    row, report["calibrated"] = store_calibration(session, key, context.run_id, golds, chosen,
+                                                                  rows, target)  # fmt: skip
                     if export:
                         folder = Path(export)
                         folder.mkdir(parents=True, exist_ok=True)
                         report["calibrated"]["exported"] = str(
-                            export_calibration(row, _export_path(folder, key))
+                            export_calibration(row, export_path(folder, key))
                         )
                 if verify:
-                    report["verified"] = _verify(session, context.run_id, chosen, rows, report)
+                    run = session.get(Run, context.run_id)
+                    applied = (run.confidence if run else None) or {}
+                    said = statement(applied) if applied else "no calibration applied"
+                    ok, precision = report["ok"], report["precision_ok"] or 0.0
+                    counts = {name: FieldCount(**c) for name, c in report["certified"].items()}
+                    report["verified"] = verified(counts, ok, round(precision * ok), applied, said)
                 report["warning"] = run_warning(settings.preset, settings.allow_chat_in_constrained)
                 row = EvalRun(batch=batch, run_id=context.run_id, gold_source=",".join(map(str, files)),
                               schema_name=chosen.name, schema_version=chosen.version, mode=mode,

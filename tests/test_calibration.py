@@ -334,3 +334,11 @@ def test_a_served_model_is_keyed_by_what_its_server_says_of_the_weights() -> Non
     llama = {"id": "m", "meta": {"n_params": 1_540_000_000, "size": 1_117_320_768, "n_vocab": 151_936}}
     assert served_identity(llama) is not None
     assert served_identity({"id": "qwen", "object": "model", "owned_by": "library"}) is None  # Ollama
+
+
+def test_a_threshold_that_keeps_too_few_values_does_not_end_the_sequence() -> None:
+    """Every value right, but the strictest threshold keeps five: tested, it would fail (5 cannot
+    certify 95%) and stop the sequence before the thresholds that keep enough."""
+    values = _scored("currency", 5, 0, 0.99999) + _scored("currency", 115, 0, 0.97)
+    claim = certify_field("currency", values, 0.95, field_level(0.9, 6))
+    assert claim.certified and claim.kept == 120 and claim.threshold <= 0.97

@@ -13,7 +13,7 @@ from formwork.db.models import EvalRun, Run
 from formwork.db.session import session_factory
 from formwork.flows.cli import app
 from formwork.schemas.registry import load_schema
-from formwork.tasks.evaluation.gold import GoldProblem, load_gold
+from formwork.tasks.evaluation.gold import GoldProblem, half_of, load_gold
 
 runner = CliRunner()
 GOLD = Path(__file__).parent.parent / "examples" / "gold" / "expense.jsonl"
@@ -132,7 +132,7 @@ def test_a_target_outside_half_to_0999_is_refused(tmp_path, target: str) -> None
     from formwork.flows.evaluate import _checked
 
     with pytest.raises(ValueError, match=r"outside 0\.5 to 0\.999"):
-        _checked(float(target), True, False, None)
+        _checked(float(target), True, False, None, False)
 
 
 def test_the_gold_set_splits_in_two_fixed_halves_by_a_hash_of_each_id(tmp_path) -> None:
@@ -196,7 +196,7 @@ def test_compare_calibrate_stores_one_calibration_per_mode_and_exports_each(
 def test_an_export_never_leaves_its_folder_whatever_the_schema_title(tmp_path) -> None:
     """Issue 41 point 15: `--export FOLDER` wrote `FOLDER/../../evil-v1-….json` for a schema titled
     `../../evil`; every part of the name is cleaned, and a path that resolves outside is refused."""
-    from formwork.flows import evaluate
+    from formwork.flows import eval_steps
     from formwork.tasks.evaluation.key import CalibrationKey
 
     body = json.loads((Path(__file__).parent.parent / "schemas/builtin/expense.json").read_text())
@@ -208,13 +208,13 @@ def test_an_export_never_leaves_its_folder_whatever_the_schema_title(tmp_path) -
     folder.mkdir(parents=True)
     key = CalibrationKey(schema.name, schema.version, schema.digest, "../x/SmolLM2 135M.gguf", None,
                          "local/../..", "two-pass", True, "m", "s", "p")  # fmt: skip
-    name = evaluate._export_name(key)
+    name = eval_steps.export_name(key)
     assert (folder / name).resolve().parent == folder.resolve(), name
     assert name == f"evil-v{schema.version}-x-SmolLM2-135M.gguf-local-two-pass.json"
-    assert evaluate._export_path(folder, key) == folder.resolve() / name
+    assert eval_steps.export_path(folder, key) == folder.resolve() / name
     (folder / name).symlink_to(tmp_path / "elsewhere.json")  # a link planted in the folder
     with pytest.raises(ValueError, match="outside"):
-        evaluate._export_path(folder, key)
+        eval_steps.export_path(folder, key)
 
 
 def test_one_schemas_gold_may_live_in_several_files_with_ids_unique_across_them(tmp_path) -> None:
@@ -228,3 +228,51 @@ def test_one_schemas_gold_may_live_in_several_files_with_ids_unique_across_them(
     second.write_text(json.dumps({"id": "a", **row}) + "\n")
     with pytest.raises(GoldProblem, match=r"zh\.jsonl:1: id 'a' appears twice"):
         load_gold([first, second], expense)
+
+
+@pytest.mark.slow
+def test_a_measured_run_calibrates_one_half_and_verifies_the_other_without_the_model(
+    prefect_harness, local_engine, monkeypatch, tmp_path
+) -> None:
+    """`--measure` stores the readings once; `--from-run` calibrates on one half's rows and verifies on
+    the other's, deciding them again as a run applying the calibration would (no model call): the
+    verified counts are those of the rows of the verification half alone."""
+    from formwork.db.models import Calibration
+
+    monkeypatch.setenv("FORMWORK_REASONING_MAX_TOKENS", "24")
+    monkeypatch.setenv("FORMWORK_MAX_ATTEMPTS", "1")
+    db, gold = f"sqlite:///{tmp_path}/eval.db", tmp_path / "gold.jsonl"
+    gold.write_text("".join(GOLD.read_text().splitlines(keepends=True)[:6]))
+    common = [
+        str(gold),
+        "-s",
+        "expense",
+        "--mode",
+        "one-pass",
+        "--db",
+        db,
+        "--chart",
+        str(tmp_path / "c.png"),
+    ]
+    measured = runner.invoke(app, ["eval", *common, "--measure"])
+    assert measured.exit_code == 0, measured.output
+    with session_factory(db)() as session:
+        run_id = session.scalars(select(EvalRun.run_id)).one()
+    calibrated = runner.invoke(app, ["eval", *common, "--calibrate", "--half", "calibration",
+                                     "--from-run", str(run_id)])  # fmt: skip
+    assert calibrated.exit_code == 0, calibrated.output
+    assert "calibration 1 stored" in calibrated.output
+    verified = runner.invoke(app, ["eval", *common, "--verify", "--half", "verification",
+                                   "--from-run", str(run_id)])  # fmt: skip
+    assert verified.exit_code == 0, verified.output
+    assert "applied calibration 1:" in " ".join(verified.output.split())
+    with session_factory(db)() as session:
+        (made,) = session.scalars(select(Calibration)).all()
+        halves = load_gold(gold, load_schema("expense"))
+        assert made.gold_size == sum(1 for g in halves if half_of(g.id) == "calibration")
+    wrong = runner.invoke(app, ["eval", *common[:4], "two-pass", *common[5:], "--verify", "--from-run",
+                                str(run_id)])  # fmt: skip
+    assert wrong.exit_code == 2 and "no `formwork eval` of mode two-pass" in " ".join(wrong.output.split())
+    unread = runner.invoke(app, ["eval", str(GOLD), *common[1:], "--verify", "--limit", "8", "--from-run",
+                                 str(run_id)])  # fmt: skip
+    assert unread.exit_code == 2 and "did not read 2 of these gold records" in " ".join(unread.output.split())

@@ -135,6 +135,13 @@ def eval_gold(
         Path | None,
         typer.Option(help="with --calibrate: write each stored calibration to this folder, to ship"),
     ] = None,
+    measure: Annotated[
+        bool, typer.Option(help="run measuring (nothing certified, nothing dropped), store the rows only")
+    ] = False,
+    from_run: Annotated[
+        int | None,
+        typer.Option(help="calibrate or verify on the rows a measured run (--measure) stored: no model call"),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Run gold records through the pipeline, score them, store the scores, print tables, draw a chart."""
@@ -157,7 +164,7 @@ def eval_gold(
             reports = evaluate(
                 ",".join(map(str, gold)), schema, modes=modes, limit=limit, chart=str(chart),
                 calibrate=calibrate, target=target, verify=verify, half=half,  # type: ignore[arg-type]
-                export=str(export) if export else None,
+                export=str(export) if export else None, measure=measure, from_run=from_run,
             )  # fmt: skip
     except (GoldProblem, SchemaProblem, EngineError, ValueError, ImportError) as exc:
         fail(str(exc))

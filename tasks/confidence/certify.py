@@ -7,8 +7,11 @@ value in every row: its claim is tested on every record. Each field's values (nu
 text has none" is a claim too) are scored (tasks.confidence.score), and a threshold keeps the values
 scored at or above it. Thresholds are tested in a fixed sequence from the strictest down, each at the
 field's share of the level, stopping at the first that fails; the lowest that passed is the field's
-threshold (fixed-sequence testing spends nothing for looking at the curve). A threshold that keeps
-nothing claims nothing and is passed over.
+threshold (fixed-sequence testing spends nothing for looking at the curve). A threshold that keeps too
+few values to reach the target even were they all right is passed over untested: how many a threshold
+keeps depends on the scores alone, not on which values are right, so skipping it spends nothing,
+where testing it would end the sequence before the thresholds that keep enough (seen: every value of
+a field right, yet the strictest threshold kept five and stopped the test).
 
 **How the confidence is split.** The claims of all fields must hold together, so the error allowed,
 1 - level, is split evenly across the schema's fields (Bonferroni: each field is tested at
@@ -123,10 +126,12 @@ def certify_field(field: str, values: Sequence[Scored], target: float, level: fl
     """The lowest threshold whose kept values reach `target` at `level`, by fixed-sequence testing."""
     found: FieldClaim | None = None
     best = 0.0
+    needed = values_needed(target, level)
     for threshold in sorted(thresholds, reverse=True):
         kept = [v.right for v in values if v.score is not None and v.score >= threshold]
-        if not kept:
-            continue  # keeps nothing, claims nothing: nothing tested, nothing spent
+        if len(kept) < needed:
+            continue  # too few to certify even if all were right: not tested, nothing spent (the count
+            # kept depends on the scores alone, never on which values are right)
         bound = lower_bound(sum(kept), len(kept), level)
         best = max(best, bound)
         if bound < target:

@@ -30,7 +30,7 @@ from typing import Any
 
 from formwork.tasks.confidence.readings import PathReading, logit, same
 
-FEATURES_VERSION = 1  # bump when a feature changes: a stored score model reads features by name
+FEATURES_VERSION = 2  # bump when a feature changes: a stored score model reads features by name
 MONOTONE = ("own", "other", "agree", "agreed", "margin")  # weights held >= 0
 NINES_CAP = 5.0  # 0.99999: past it, a probability on this scale says nothing more
 KINDS = ("exact", "normalised", "fuzzy", "derived")

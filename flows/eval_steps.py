@@ -1,0 +1,140 @@
+"""The steps `formwork eval` takes with a run's rows, once they are stored: score them against the gold,
+count what they cost, fit and store a calibration from them, verify one on them, export one to ship.
+
+The same steps serve a run the eval has just made and one it measured before (`--from-run`, flows.
+evaluate): a record's readings do not depend on the calibration applied, so a measured run's rows can
+be decided again offline (tasks.evaluation.replay).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from formwork.db.calibrations import METHOD, export_calibration
+from formwork.db.models import Calibration, ModelCall, Record, Run, RunResult
+from formwork.schemas.registry import Schema
+from formwork.tasks.confidence.certify import LEVEL, TARGET, lower_bound
+from formwork.tasks.evaluation.calibration import GoldRow, calibrate, field_targets
+from formwork.tasks.evaluation.certified import FieldCount, field_claims, field_counts
+from formwork.tasks.evaluation.gold import GoldRecord
+from formwork.tasks.evaluation.key import CalibrationKey
+from formwork.tasks.evaluation.scoring import score_record, summarise
+from formwork.tasks.evaluation.verification import check
+from formwork.tasks.evaluation.verification import verify as verify_claims
+
+
+def costs(session: Session, run_id: int, records: int, mode: str) -> dict[str, Any]:
+    calls = session.execute(
+        select(
+            ModelCall.prompt_tokens, ModelCall.completion_tokens, ModelCall.duration_s, ModelCall.parse_step
+        ).where(ModelCall.run_id == run_id)
+    ).all()
+    run = session.get(Run, run_id)
+    wall = (run.finished_at - run.started_at).total_seconds() if run and run.finished_at else 0.0
+    steps = Counter(c.parse_step for c in calls if c.parse_step)
+    n = max(records, 1)
+    return {
+        "calls": len(calls),
+        "prompt_tokens_per_record": sum(c.prompt_tokens for c in calls) / n,
+        "completion_tokens_per_record": sum(c.completion_tokens for c in calls) / n,
+        "model_seconds_per_record": sum(c.duration_s for c in calls) / n,
+        "wall_seconds_per_record": wall / n,
+        "parse_steps": dict(steps),
+    }
+
+
+def score_run(session: Session, schema: Schema, run_id: int, golds: list[GoldRecord], source: str
+               ) -> tuple[dict[str, Any], list[GoldRow]]:  # fmt: skip
+    """The run's report (outcomes, per-field accuracy, what it certified per field) and its rows as
+    calibration and verification read them."""
+    rows = {
+        key: (status, data, nulled, trust)
+        for key, status, data, nulled, trust in session.execute(
+            select(Record.key, RunResult.status, RunResult.data, RunResult.nulled, RunResult.trust)
+            .join(RunResult, RunResult.record_id == Record.id)
+            .where(Record.source == source, RunResult.run_id == run_id)
+        )
+    }  # fmt: skip
+    missing = ("failed", None, [], None)  # a record the run did not store counts as no JSON
+    scores = [score_record(schema, g.id, g.gold, *rows.get(g.id, missing)[:3]) for g in golds]
+    report = summarise(schema, scores, [g.gold for g in golds]).as_dict()
+    gold_rows = [GoldRow(g.id, rows.get(g.id, missing)[3] or [], g.gold) for g in golds]
+    return report | certified_report(field_counts(schema, gold_rows)), gold_rows
+
+
+def certified_report(counts: dict[str, FieldCount]) -> dict[str, Any]:
+    """Per field: values, certified and certified right; with the coverage and precision over all."""
+    report: dict[str, Any] = {}
+    values, certified = sum(c.values for c in counts.values()), sum(c.certified for c in counts.values())
+    report["certified"] = {name: {"values": c.values, "certified": c.certified, "right": c.right}
+                           for name, c in counts.items()}  # fmt: skip
+    report["coverage"] = certified / values if values else None
+    report["certified_precision"] = sum(c.right for c in counts.values()) / certified if certified else None
+    return report
+
+
+def gold_hash(golds: list[GoldRecord]) -> str:
+    """One hash for the gold records scored (ids, texts, answers): a calibration names its evidence."""
+    rows = [[g.id, g.text, g.gold, g.meta] for g in golds]
+    return hashlib.sha256(json.dumps(rows, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def store_calibration(
+    session: Session, key: CalibrationKey, run_id: int, golds: list[GoldRecord], schema: Schema,
+    rows: list[GoldRow], target: float, export: str | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """Fit the score and certify each field on these gold rows; store the calibration under `key`, and
+    write it into the folder `export` as a file to ship, if given."""
+    targets = {name: t if t != TARGET else target for name, t in field_targets(schema).items()}
+    found = calibrate(schema, rows, targets, LEVEL)
+    kept = [c for c in found.claims.values() if c.certified]
+    pooled_kept, pooled_right = sum(c.kept for c in kept), sum(c.correct for c in kept)
+    row = Calibration(**key.as_dict(), method=METHOD, threshold=None, target=target, level=LEVEL,
+                      bound=found.row_bound, kept=found.ok_rows, correct=found.ok_right,
+                      values_bound=lower_bound(pooled_right, pooled_kept, LEVEL) if pooled_kept else None,
+                      values_kept=pooled_kept, values_correct=pooled_right,
+                      fields={name: claim.as_dict() for name, claim in found.claims.items()},
+                      score_model=found.model.as_dict(),
+                      gold_hash=gold_hash(golds), gold_size=len(golds), run_id=run_id)  # fmt: skip
+    session.add(row)
+    session.flush()
+    values = sum(c.values for c in found.claims.values())
+    said = {"id": row.id, "fields": {name: c.sentence() for name, c in found.claims.items()},
+            "rows": found.row_sentence(target), "covered": f"{pooled_kept} of {values} gold values kept as "
+            "certified"}  # fmt: skip
+    if export:
+        folder = Path(export)
+        folder.mkdir(parents=True, exist_ok=True)
+        said["exported"] = str(export_calibration(row, export_path(folder, key)))
+    return said
+
+
+def verified(counts: dict[str, FieldCount], ok: int, ok_right: int, applied: dict[str, Any],
+             said: str) -> dict[str, Any]:  # fmt: skip
+    """Whether the calibration a run applied (`applied`, said as `said`) held on these gold records:
+    each field's certified values, and the `ok` rows measured beside."""
+    rows_claim = check("rows ok", ok_right, ok, applied.get("target", TARGET), applied.get("level", LEVEL))
+    return verify_claims(field_claims(counts, applied), rows_claim) | {"applied": said}
+
+
+def export_name(key: CalibrationKey) -> str:
+    """The file name of a key's calibration. Every part is cleaned (a schema's title is the user's:
+    "../../evil" would climb out of the folder): letters, digits, `-`, `_` and inner dots only."""
+    parts = (key.schema_name, f"v{key.schema_version}", key.model, key.engine, key.mode)
+    cleaned = ("".join(c if c.isalnum() or c in "-_." else "-" for c in part).strip(".-") for part in parts)
+    return "-".join(part or "_" for part in cleaned) + ".json"
+
+
+def export_path(folder: Path, key: CalibrationKey) -> Path:
+    """Where `--export` writes a key's calibration; refused if it resolves outside `folder` (a link)."""
+    path = (folder / export_name(key)).resolve()
+    if path.parent != folder.resolve():
+        raise ValueError(f"--export: {folder / export_name(key)} resolves to {path}, outside {folder}")
+    return path

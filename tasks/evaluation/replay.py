@@ -1,0 +1,52 @@
+"""A measured run's rows decided again, offline: what a run applying a calibration would have stored.
+
+The readings of a record do not depend on the calibration a run applies: both readings are judged,
+and retried, on their refusals alone, never on a score (tasks.extract). So a run that measured the
+gold records (`formwork eval --measure`) holds, per value, everything a calibrated run decides from
+(`trust`), and deciding it again with a calibration's score and thresholds gives exactly what that run
+would have stored, value for value (tasks.evaluation.calibration.kept_values chooses each field's
+reading as tasks.decide does). That lets one pass of the model over a gold set serve the calibration
+of one half and the verification of the other, and lets a new score be fitted without the model.
+It is only sound while the readings would be the same: `same_readings` compares the pipeline version
+the rows were read by with this build's (the readers and prompts; the score's features may differ).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from formwork.schemas.registry import Schema
+from formwork.tasks.confidence.certify import FieldClaim
+from formwork.tasks.confidence.score import ScoreModel
+from formwork.tasks.evaluation.calibration import GoldRow, kept_values
+from formwork.tasks.evaluation.certified import FieldCount
+
+
+def same_readings(read_by: str, this_build: str) -> bool:
+    """Whether rows read by pipeline `read_by` are what this build reads (readers and prompts alike)."""
+    parts = lambda version: {p[0]: p for p in version.split(".")}  # noqa: E731
+    then, now = parts(read_by), parts(this_build)
+    return then.get("r") == now.get("r") and then.get("p") == now.get("p")
+
+
+def replayed(schema: Schema, rows: Sequence[GoldRow], model: ScoreModel, claims: dict[str, FieldClaim]
+             ) -> tuple[dict[str, FieldCount], int, int]:  # fmt: skip
+    """Per field (values, certified, certified right), and the rows that would be `ok` (every value
+    certified) with how many of those are entirely right, under `model` and `claims`."""
+    counts = {name: FieldCount() for name in claims}
+    ok = ok_right = 0
+    for row in rows:
+        kept = kept_values(schema, row, model, claims)
+        every = True
+        for field, score, right in kept:
+            threshold = claims[field].threshold if field in claims else None
+            certified = score is not None and threshold is not None and score >= threshold
+            count = counts.setdefault(field, FieldCount())
+            count.values += 1
+            count.certified += certified
+            count.right += certified and right
+            every = every and certified
+        if kept and every:
+            ok += 1
+            ok_right += all(right for *_, right in kept)
+    return counts, ok, ok_right
