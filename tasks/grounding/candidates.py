@@ -60,7 +60,7 @@ from formwork.tasks.grounding.values import ValueFinder
 
 # Bump when a change here or in the readers (tasks/grounding) changes which values are offered or accepted:
 # every calibration names it (tasks.evaluation.key), so one measured before no longer applies.
-READERS_VERSION = 2
+READERS_VERSION = 3
 COMPILE_MS_PER_STRING = 0.1  # XGrammar, per enum string, bundled vocabulary (BENCHMARKS section 15)
 COMPILE_BUDGET_MS = 20.0  # a record's grammar compile: ~2-3% of an idle formatting pass of 0.6-1.2 s
 MAX_TOTAL = int(COMPILE_BUDGET_MS / COMPILE_MS_PER_STRING)  # strings a record's grammar may hold
