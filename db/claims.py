@@ -2,7 +2,8 @@
 
 A run claims a chunk's records in one statement before it calls any model (an upsert that takes a free
 record, or one whose claim is stale, and returns what it won), refreshes its claims while it works
-(the heartbeat), and releases them in the transaction that stores their results. A write is refused
+(the heartbeat), and releases them in the transaction that stores their results, or at once for a
+record another run finished between this run's reading it as pending and its claim. A write is refused
 for a record that another run holds: the slower of two workers can never overwrite the faster one's
 result. The retry queue's own claims are refreshed by the same heartbeat.
 """
@@ -10,7 +11,9 @@ result. The retry queue's own claims are refreshed by the same heartbeat.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import Select, delete, exists, func, select, update
 from sqlalchemy.orm import Session
@@ -43,18 +46,58 @@ def claim_records(
     return [i for i in record_ids if i in won]
 
 
+@dataclass(frozen=True)
+class Claimed:
+    """A chunk's records once claimed: those to process, and those another run holds (not processed)."""
+
+    todo: list[int]
+    held: list[int]
+
+
+def claim_pending(
+    session: Session, run_id: int, schema: Schema, record_ids: Sequence[int], stale_after: timedelta,
+    redo: bool = False,
+) -> Claimed:  # fmt: skip
+    """Claim the records, keep those still without a result (all of them to `redo`) and release at once
+    the claims won on records that have one; commit.
+
+    A run reads its pending records when it stores its input, and claims them later, a chunk at a
+    time: an overlapping run may finish a record in between and release its claim, and the free claim
+    row is then won by this run, which has nothing to do for it. Kept, that claim would outlive the
+    run by its lease and hold off a retry of the record meanwhile.
+    """
+    won = claim_records(session, run_id, schema, record_ids, stale_after)
+    finished: set[int] = set()
+    if not redo:
+        finished = set(session.scalars(select(Record.id).where(Record.id.in_(won), _done(schema))))
+    if finished:
+        mine = (RecordClaim.run_id == run_id) & RecordClaim.record_id.in_(finished)
+        session.execute(delete(RecordClaim).where(_of(schema), mine))
+    session.commit()
+    taken = set(won)
+    return Claimed([i for i in won if i not in finished], [i for i in record_ids if i not in taken])
+
+
+def _done(schema: Schema) -> Any:
+    """The record (`Record.id`) has a result for this schema version."""
+    return exists().where(
+        Result.record_id == Record.id,
+        Result.schema_name == schema.name,
+        Result.schema_version == schema.version,
+    )
+
+
+def _of(schema: Schema) -> Any:
+    return (RecordClaim.schema_name == schema.name) & (RecordClaim.schema_version == schema.version)
+
+
 def unprocessed(source: str, schema: Schema) -> Select:
     """The newest record of each key of `source` that has no result for this schema version.
 
     Only the newest text of a key counts: an older text of a changed row is history, not work.
     """
     newest = select(func.max(Record.id)).where(Record.source == source).group_by(Record.key)
-    done = exists().where(
-        Result.record_id == Record.id,
-        Result.schema_name == schema.name,
-        Result.schema_version == schema.version,
-    )
-    return select(Record.id).where(Record.id.in_(newest), ~done).order_by(Record.id)
+    return select(Record.id).where(Record.id.in_(newest), ~_done(schema)).order_by(Record.id)
 
 
 def left_behind(session: Session, source: str, schema: Schema, stale_after: timedelta) -> list[int]:
@@ -79,7 +122,7 @@ def release_held(session: Session, run_id: int, schema: Schema, record_ids: Sequ
     """
     if not record_ids:
         return set()
-    of_schema = (RecordClaim.schema_name == schema.name) & (RecordClaim.schema_version == schema.version)
+    of_schema = _of(schema)
     others = select(RecordClaim.record_id).where(
         of_schema, RecordClaim.record_id.in_(record_ids), RecordClaim.run_id != run_id
     )

@@ -33,10 +33,10 @@ from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from formwork.db.claims import claim_records
+from formwork.db.claims import claim_pending
 from formwork.db.models import Record
 from formwork.db.queue import unclaim
-from formwork.db.store import QueuePolicy, records_without_result, save_chunk
+from formwork.db.store import QueuePolicy, save_chunk
 from formwork.db.writer import RecordWriter
 from formwork.flows.progress import record_done
 from formwork.schemas.registry import Schema
@@ -85,20 +85,17 @@ def _claimed_rows(context: RunContext, record_ids: list[int]) -> list[Any]:
     schema = context.schema
     try:
         with context.sessions() as session:
-            won = claim_records(session, context.run_id, schema, record_ids, context.lease)
-            if context.worker is not None and len(won) < len(record_ids):
-                lost = sorted(set(record_ids) - set(won))
-                unclaim(session, context.worker, lost, schema.name, schema.version)
-            pending = won if context.redo else records_without_result(session, won, schema)
+            claimed = claim_pending(session, context.run_id, schema, record_ids, context.lease, context.redo)
+            if context.worker is not None and claimed.held:
+                unclaim(session, context.worker, claimed.held, schema.name, schema.version)
             rows = session.execute(
-                select(Record.id, Record.text, Record.meta, Record.problem).where(Record.id.in_(pending))
+                select(Record.id, Record.text, Record.meta, Record.problem).where(Record.id.in_(claimed.todo))
             ).all()
             session.commit()
     except OperationalError as exc:
         raise ChunkNotStarted(f"could not claim the chunk's records: {exc}") from exc
-    if len(won) < len(record_ids):
-        logger.info("run %s: %d records are in flight in another run", context.run_id,
-                    len(record_ids) - len(won))  # fmt: skip
+    if claimed.held:
+        logger.info("run %s: %d records are in flight in another run", context.run_id, len(claimed.held))
     return rows
 
 
