@@ -19,6 +19,7 @@ from sqlalchemy import Select, delete, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from formwork.db.models import Record, RecordClaim, Result, RetryEntry, Run, utcnow
+from formwork.db.queue import release_worker
 from formwork.db.session import is_postgres, upsert_insert
 from formwork.schemas.registry import Schema
 
@@ -152,7 +153,8 @@ def heartbeat(session: Session, run_id: int, worker: str | None = None) -> None:
 
 
 def mark_crashed(session: Session, silent_for: timedelta) -> int:
-    """Runs still `running` whose heartbeat stopped more than `silent_for` ago died: mark them `crashed`.
+    """Runs still `running` whose heartbeat stopped more than `silent_for` ago died: mark them `crashed`
+    and put back the retry-queue entries a dead reprocessing run held (not `claim_timeout_s` later).
 
     A run an older version left running has no heartbeat at all (the column came with 0002): its
     start is the last sign of life.
@@ -163,8 +165,12 @@ def mark_crashed(session: Session, silent_for: timedelta) -> int:
         update(Run)
         .where(Run.state == "running", last_seen < cutoff)
         .values(state="crashed", finished_at=last_seen)
+        .returning(Run.worker, Run.finished_at)
         .execution_options(synchronize_session=False)
     )
-    count = session.execute(statement).rowcount
+    dead = session.execute(statement).all()
+    for worker, seen in dead:
+        if worker is not None:
+            release_worker(session, worker, seen)
     session.commit()
-    return count
+    return len(dead)

@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 from formwork.db.claims import release_held
 from formwork.db.clean import clean_text, storable
 from formwork.db.models import ModelCall, Record, Result, Run, RunResult, utcnow
-from formwork.db.queue import record_failure, record_success
+from formwork.db.queue import record_failure, record_success, release_worker
 from formwork.db.session import upsert_insert
 from formwork.schemas.registry import Schema
 from formwork.tasks.calls import Outcome
@@ -82,9 +82,12 @@ def start_run(session: Session, schema: Schema | None = None, **fields: Any) -> 
 
 
 def finish_run(session: Session, run_id: int, state: str = "finished") -> None:
+    """Close the run; a reprocessing run that crashed gives its retry-queue claims back with it."""
     run = session.get(Run, run_id)
     if run is not None:
         run.state, run.finished_at = state, utcnow()
+        if state == "crashed" and run.worker is not None:
+            release_worker(session, run.worker, run.finished_at)
         session.commit()
 
 

@@ -85,6 +85,7 @@ def new_context(
             reasoning_model=reasoner.model,
             formatting_model=formatter.model,
             confidence=applied,
+            worker=worker,
         )
     if crashed:
         get_run_logger().warning("%d earlier runs stopped without finishing: marked crashed", crashed)
