@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Select, delete, exists, func, select, update
@@ -79,10 +79,42 @@ def claim_pending(
     return Claimed([i for i in won if i not in finished], [i for i in record_ids if i not in taken])
 
 
-def _done(schema: Schema) -> Any:
-    """The record (`Record.id`) has a result for this schema version."""
+@dataclass(frozen=True)
+class Holders:
+    """Records a run left without a result because other runs held them: how many, which runs hold
+    them, and when the last of those claims lapses unless its run beats again (None: none is held)."""
+
+    records: int = 0
+    runs: tuple[int, ...] = ()
+    until: datetime | None = None
+
+
+def holders(
+    session: Session, run_id: int, schema: Schema, record_ids: Sequence[int], stale_after: timedelta
+) -> Holders:
+    """Of `record_ids`, the records still without a result, and the other runs' claims on them."""
+    records, runs, last = 0, set[int](), None
+    for start in range(0, len(record_ids), 1000):
+        batch = record_ids[start : start + 1000]
+        left = select(func.count(Record.id)).where(Record.id.in_(batch), ~_done(schema))
+        records += session.scalar(left) or 0
+        claims = session.execute(
+            select(RecordClaim.run_id, func.max(RecordClaim.claimed_at))
+            .where(_of(schema), RecordClaim.record_id.in_(batch), RecordClaim.run_id != run_id,
+                   ~_done(schema, RecordClaim.record_id))
+            .group_by(RecordClaim.run_id)
+        ).all()  # fmt: skip
+        for holder, claimed_at in claims:
+            runs.add(holder)
+            aware = claimed_at if claimed_at.tzinfo else claimed_at.replace(tzinfo=UTC)  # SQLite: naive UTC
+            last = aware if last is None else max(last, aware)
+    return Holders(records, tuple(sorted(runs)), None if last is None else last + stale_after)
+
+
+def _done(schema: Schema, record_id: Any = Record.id) -> Any:
+    """The record (`record_id`, a column) has a result for this schema version."""
     return exists().where(
-        Result.record_id == Record.id,
+        Result.record_id == record_id,
         Result.schema_name == schema.name,
         Result.schema_version == schema.version,
     )

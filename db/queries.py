@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from formwork.db.claims import Holders
 from formwork.db.models import ModelCall, Record, Result, Run, RunResult
 from formwork.tasks.calls import UNVOUCHED
 from formwork.tasks.completeness import INCOMPLETE
@@ -40,6 +41,7 @@ class RunSummary:
     empty: int = 0  # rows with no value at all (never `ok` unless the schema says `x-empty-ok`)
     unvouched: int = 0  # rows `partial` only because no calibration covers the run
     confidence: str = ""  # which calibration applied and what it guarantees (db.calibrations)
+    held: Holders = field(default_factory=Holders)  # left without a result: other runs held them
 
     @property
     def records(self) -> int:
@@ -62,7 +64,14 @@ class RunSummary:
             ("tokens in / out", f"{self.prompt_tokens} / {self.completion_tokens}"),
             ("seconds", f"{self.seconds:.1f}"),
             *([("confidence bounds", self.confidence)] if self.confidence else []),
+            *([("held by another run, no result yet", self.held_text())] if self.held.records else []),
         ]
+
+    def held_text(self) -> str:
+        """How many records other runs held, which runs, and until when (UTC)."""
+        runs = ", ".join(str(run) for run in self.held.runs) or "none now"
+        until = f" until {self.held.until:%H:%M:%S} UTC" if self.held.until else ""
+        return f"{self.held.records} (run {runs}{until})"
 
 
 def latest_run_id(session: Session) -> int | None:

@@ -86,9 +86,11 @@ def batch_extract(
     id_column: str = "id",
     text_column: str = "text",
     updated_column: str | None = None,
+    wait: bool = False,
 ) -> RunSummary:
     """Extract `schema` from every record of `source` (JSONL, CSV, a folder of .txt files, or a
-    database URL with `query` or `table`: only rows new or changed since the last finished run)."""
+    database URL with `query` or `table`: only rows new or changed since the last finished run).
+    Records another run holds are counted in the summary, or waited for and processed (`wait`)."""
     refuse_secret("db_url", db_url, "set FORMWORK_DB_URL")
     refuse_secret("source", source, "use PGPASSWORD")
     settings = Settings(**({"db_url": db_url} if db_url else {}))
@@ -106,7 +108,8 @@ def batch_extract(
         label = source_label(source, sql)
         with sessions() as session:
             check_schema_body(session, chosen)
-        context = new_context(sessions, settings, chosen, engines, flow="batch_extract", source=label)
+        context = new_context(sessions, settings, chosen, engines, flow="batch_extract", source=label,
+                              wait=wait)  # fmt: skip
         get_run_logger().info("run %s: %s from %s", context.run_id, chosen.label, label)
         size = chunk_size or settings.chunk_size
         pending = _stored_pending(sessions, label, islice(records, limit), chosen, size)

@@ -63,6 +63,15 @@ class RunContext:
     redo: bool = False  # reprocessing: process records even if they already have a result
     pool: Executor | None = None  # the run's record pool, shared by its chunks (flows.runner)
     review_dir: Path | None = None  # where each run writes its review page (linked from Prefect)
+    wait: bool = False  # records another run holds: wait for its lease to lapse, then process them
+
+
+@dataclass(frozen=True)
+class ChunkDone:
+    """What a chunk did: its records' statuses, and the records another run held (not processed)."""
+
+    statuses: list[str]
+    held: list[int]
 
 
 class ChunkNotStarted(RuntimeError):
@@ -80,8 +89,9 @@ def retry_can_help(_task: Any, _task_run: Any, state: Any) -> bool:
     return False
 
 
-def _claimed_rows(context: RunContext, record_ids: list[int]) -> list[Any]:
-    """Claim the chunk's records (overlapping runs split the work) and read those still pending."""
+def _claimed_rows(context: RunContext, record_ids: list[int]) -> tuple[list[Any], list[int]]:
+    """Claim the chunk's records (overlapping runs split the work) and read those still pending; also
+    return the records another run holds."""
     schema = context.schema
     try:
         with context.sessions() as session:
@@ -96,15 +106,15 @@ def _claimed_rows(context: RunContext, record_ids: list[int]) -> list[Any]:
         raise ChunkNotStarted(f"could not claim the chunk's records: {exc}") from exc
     if claimed.held:
         logger.info("run %s: %d records are in flight in another run", context.run_id, len(claimed.held))
-    return rows
+    return rows, claimed.held
 
 
 @task(name="process_chunk", retries=2, retry_delay_seconds=[2, 10], retry_condition_fn=retry_can_help,
       cache_policy=NO_CACHE)  # fmt: skip
-def process_chunk(context: RunContext, record_ids: list[int]) -> list[str]:
+def process_chunk(context: RunContext, record_ids: list[int]) -> ChunkDone:
     """Process the records of one chunk that have no result yet, storing each as it finishes; return
-    their statuses."""
-    rows = _claimed_rows(context, record_ids)
+    their statuses and the records another run holds."""
+    rows, held = _claimed_rows(context, record_ids)
 
     def save(outcomes: Sequence[Outcome]) -> None:
         save_chunk(context.sessions, context.run_id, context.schema, outcomes, context.queue)
@@ -127,4 +137,4 @@ def process_chunk(context: RunContext, record_ids: list[int]) -> list[str]:
             workers = min(context.reasoner.max_concurrency, context.formatter.max_concurrency)
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="formwork-record") as pool:
                 outcomes = list(pool.map(one, rows))
-    return [o.verdict.status for o in outcomes]
+    return ChunkDone([o.verdict.status for o in outcomes], held)

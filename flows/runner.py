@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +26,8 @@ from prefect import get_run_logger
 from sqlalchemy.orm import Session
 
 from formwork.db.calibrations import bounds_for
-from formwork.db.claims import heartbeat, mark_crashed
+from formwork.db.claims import heartbeat, holders, mark_crashed
+from formwork.db.models import utcnow
 from formwork.db.queries import RunSummary, run_summary
 from formwork.db.store import QueuePolicy, finish_run, start_run
 from formwork.flows.artifacts import publish_run
@@ -63,6 +65,7 @@ def new_context(
     source: str,
     worker: str | None = None,
     redo: bool = False,
+    wait: bool = False,
 ) -> RunContext:
     """Mark dead runs crashed, write this run's row and bundle what every chunk of this run needs."""
     reasoner, formatter = engines
@@ -107,6 +110,7 @@ def new_context(
         worker,
         redo=redo or worker is not None,
         review_dir=settings.review_dir,
+        wait=wait,
     )
 
 
@@ -152,10 +156,11 @@ def run_chunks(context: RunContext, chunks: Iterable[list[int]]) -> RunSummary:
     chunk's slowest record (a GPU server sat mostly idle behind that barrier). Each chunk still claims
     its records first; each record is stored as it finishes (flows.chunk, db.writer). `chunks` may be
     a generator that stores the input as it goes, so the first model call does not wait for the whole
-    input.
+    input. Records another run holds are waited for (`context.wait`), or counted in the summary.
     """
     state = "crashed"
     in_flight = min(context.reasoner.max_concurrency, context.formatter.max_concurrency)
+    held: list[list[int]] = []
     try:
         with beating(context), ThreadPoolExecutor(in_flight, thread_name_prefix="formwork-record") as pool:
             shared = replace(context, pool=pool)
@@ -167,14 +172,39 @@ def run_chunks(context: RunContext, chunks: Iterable[list[int]]) -> RunSummary:
                 ahead = max(ahead, -(-2 * in_flight // len(record_ids)) + 1)
                 waiting.append(process_chunk.submit(shared, record_ids))
                 while len(waiting) > ahead:
-                    waiting.popleft().result()
+                    held.append(waiting.popleft().result().held)
             while waiting:
-                waiting.popleft().result()
+                held.append(waiting.popleft().result().held)
+            held = [ids for ids in held if ids]
+            while held and context.wait:
+                held = _when_free(shared, held)
         state = "finished"
     finally:
         with context.sessions() as session:
             finish_run(session, context.run_id, state)
     with context.sessions() as session:
         summary = run_summary(session, context.run_id)
+        left = [i for ids in held for i in ids]
+        summary.held = holders(session, context.run_id, context.schema, left, context.lease)
+        session.commit()
     publish_run(context.sessions, summary, context.review_dir)
     return summary
+
+
+def _when_free(context: RunContext, held: list[list[int]]) -> list[list[int]]:
+    """Wait until the other runs' claims on `held` lapse (a run killed moments ago holds its records
+    for the run lease), or those runs finish the records, then process what is left; return what
+    another run holds still (a live run refreshes its claims)."""
+    with context.sessions() as session:
+        found = holders(session, context.run_id, context.schema, [i for ids in held for i in ids],
+                        context.lease)  # fmt: skip
+        session.commit()
+    if found.records == 0:
+        return []
+    if found.until is not None and (pause := (found.until - utcnow()).total_seconds() + 0.5) > 0:
+        logger.warning("run %s: waiting %.0f s, until %s UTC, for %d records that run %s holds",
+                       context.run_id, pause, f"{found.until:%H:%M:%S}", found.records,
+                       ", ".join(map(str, found.runs)))  # fmt: skip
+        time.sleep(pause)
+    again = [process_chunk.submit(context, ids) for ids in held]
+    return [ids for ids in (future.result().held for future in again) if ids]

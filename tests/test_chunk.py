@@ -49,8 +49,8 @@ def test_an_unexpected_error_fails_one_record_and_queues_it(db_url) -> None:
         flow="test",
         source="t",
     )  # calibration off: the fault is under test, so a sure row may be ok
-    statuses = process_chunk.fn(context, ids)
-    assert sorted(statuses) == ["failed", "ok", "ok"]
+    done = process_chunk.fn(context, ids)
+    assert sorted(done.statuses) == ["failed", "ok", "ok"] and done.held == []
     with sessions() as session:
         results = {r.record_id: r for r in session.scalars(select(Result))}
         queued = [e.record_id for e in session.scalars(select(RetryEntry))]
@@ -102,8 +102,8 @@ def test_a_record_another_run_just_finished_is_never_left_claimed(local_engine, 
         save_outcomes(session, fast, schema, [done], QueuePolicy())  # its result, its claim released
     late = new_context(sessions, Settings(engine="local", calibration=False), schema,
                        (local_engine, local_engine), flow="test", source="t")  # fmt: skip
-    statuses = process_chunk.fn(late, ids)
+    done = process_chunk.fn(late, ids)
     with sessions() as session:
         claims = session.execute(select(RecordClaim.record_id, RecordClaim.run_id)).all()
-    assert statuses == ["failed"]  # only the unfinished record (an empty text: no model call)
+    assert done.statuses == ["failed"] and done.held == []  # only the unfinished one (empty: no model call)
     assert claims == []  # neither the finished record nor the processed one stays claimed

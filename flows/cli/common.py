@@ -59,7 +59,8 @@ def database_in_environment(url: str) -> AbstractContextManager[None]:
     return settings_in_environment({"db_url": url})
 
 
-def fail(message: str) -> NoReturn:
-    """Print what went wrong and what to do, and exit 2 (a usage or input problem, not a crash)."""
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print what went wrong and what to do, and exit `code`: 2 for a usage or input problem, 3 for
+    records left without a result because another run holds them (never a crash's 1)."""
     err.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(2)
+    raise typer.Exit(code)
