@@ -170,6 +170,11 @@ def release_held(session: Session, run_id: int, schema: Schema, record_ids: Sequ
     return held_elsewhere
 
 
+def release_run(session: Session, run_id: int) -> None:
+    """Inside the caller's transaction: drop every record claim of a run known to be over."""
+    session.execute(delete(RecordClaim).where(RecordClaim.run_id == run_id))
+
+
 def heartbeat(session: Session, run_id: int, worker: str | None = None) -> None:
     """The running flow is alive: refresh its run, its record claims and its retry-queue claims; commit."""
     now = utcnow()

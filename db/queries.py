@@ -42,6 +42,7 @@ class RunSummary:
     unvouched: int = 0  # rows `partial` only because no calibration covers the run
     confidence: str = ""  # which calibration applied and what it guarantees (db.calibrations)
     held: Holders = field(default_factory=Holders)  # left without a result: other runs held them
+    replayed: int = 0  # finished records of runs that lost their database, stored first (db.journal)
 
     @property
     def records(self) -> int:
@@ -65,6 +66,7 @@ class RunSummary:
             ("seconds", f"{self.seconds:.1f}"),
             *([("confidence bounds", self.confidence)] if self.confidence else []),
             *([("held by another run, no result yet", self.held_text())] if self.held.records else []),
+            *([("records stored from the journal", str(self.replayed))] if self.replayed else []),
         ]
 
     def held_text(self) -> str:

@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import select, text
 
 from formwork.db.claims import claim_records, heartbeat, mark_crashed
+from formwork.db.keeping import OutageWindow, save_chunk
 from formwork.db.models import ModelCall, Record, Result, Run
 from formwork.db.queries import result_rows, run_summary
 from formwork.db.session import reader_factory, session_factory
@@ -21,7 +22,6 @@ from formwork.db.store import (
     QueuePolicy,
     SchemaChanged,
     check_schema_body,
-    save_chunk,
     save_outcomes,
     start_run,
     store_records,
@@ -156,7 +156,7 @@ def test_a_chunk_whose_commit_fails_is_stored_record_by_record(postgres_db_url: 
         run = start_run(session, EXPENSE, **RUN)
     poisoned = _outcome(ids[1], "ok", data={"amount": float("nan")})
     save_chunk(sessions, run, EXPENSE, [_outcome(ids[0], "ok"), poisoned, _outcome(ids[2], "ok")],
-               QueuePolicy())  # fmt: skip
+               QueuePolicy(), OutageWindow(10))  # fmt: skip
     with sessions() as session:
         results = {r.record_id: r for r in session.scalars(select(Result))}
         assert results[ids[0]].status == results[ids[2]].status == "ok"

@@ -17,14 +17,23 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from formwork.flows.cli.common import DbOption, Status, database_in_environment, err, fail, out, resolve_db
+from formwork.flows.cli.common import (
+    DbOption,
+    Status,
+    database_gone,
+    database_in_environment,
+    err,
+    fail,
+    out,
+    resolve_db,
+)
 from formwork.flows.cli.doctor import doctor
 from formwork.flows.cli.eval import eval_gold
 from formwork.flows.cli.models import models
 from formwork.flows.cli.queue import queue, requeue, retry
 from formwork.flows.cli.review import review
 from formwork.flows.cli.schemas import schemas
-from formwork.flows.prefect_env import apply_defaults, without_heartbeat
+from formwork.flows.prefect_env import apply_defaults, explained, without_heartbeat
 
 if TYPE_CHECKING:
     from formwork.db.claims import Holders
@@ -89,6 +98,9 @@ def run(
     """Extract SCHEMA from every record of INPUT; show progress and a summary table.
 
     Exits 3 when records are left without a result because another run holds them (see --wait)."""
+    from sqlalchemy.exc import OperationalError
+
+    from formwork.db.keeping import DatabaseUnavailable
     from formwork.db.store import SchemaChanged
     from formwork.flows.batch_extract import batch_extract
     from formwork.flows.progress import listening
@@ -107,10 +119,13 @@ def run(
         def advance(status: str) -> None:
             progress.update(bar, advance=1, description="extracting")
 
+        problems = (SchemaProblem, SchemaChanged, SourceProblem, EngineError, FileNotFoundError, ImportError)
+        gone = (DatabaseUnavailable, OperationalError)
         try:
             with (
                 listening(advance),
                 without_heartbeat(),
+                explained(*problems, *gone),
                 database_in_environment(resolve_db(db)),
                 source_in_environment(input) as source,
             ):
@@ -119,16 +134,12 @@ def run(
                     query=query, table=table, id_column=id_column, text_column=text_column,
                     updated_column=updated_column, wait=wait,
                 )  # fmt: skip
-        except (
-            SchemaProblem,
-            SchemaChanged,
-            SourceProblem,
-            EngineError,
-            FileNotFoundError,
-            ImportError,
-        ) as exc:
+        except problems as exc:
             progress.stop()
             fail(str(exc))
+        except gone as exc:
+            progress.stop()
+            fail(database_gone(exc), code=1)
     table = Table(title=f"run {summary.run_id}: {summary.schema}, {summary.records} records, {summary.state}")
     table.add_column("what")
     table.add_column("count", justify="right")
