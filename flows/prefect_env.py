@@ -55,6 +55,18 @@ def without_heartbeat() -> Iterator[None]:
 
 
 @contextmanager
+def cli_flows() -> Iterator[None]:
+    """What a command that runs flows in its own process needs: no heartbeat thread, and an ephemeral
+    Prefect server, if it starts one, that dies with the command even when it is killed
+    (flows.prefect_server)."""
+    from formwork.flows.prefect_server import tie_ephemeral_server
+
+    tie_ephemeral_server()
+    with without_heartbeat():
+        yield
+
+
+@contextmanager
 def explained(*kinds: type[BaseException]) -> Iterator[None]:
     """Prefect logs each exception that ends a task or flow run with its traceback; for the errors the
     CLI explains itself (a bad schema, a database that stayed away), keep Prefect's one line and drop

@@ -33,7 +33,7 @@ from formwork.flows.cli.models import models
 from formwork.flows.cli.queue import queue, requeue, retry
 from formwork.flows.cli.review import review
 from formwork.flows.cli.schemas import schemas
-from formwork.flows.prefect_env import apply_defaults, explained, without_heartbeat
+from formwork.flows.prefect_env import apply_defaults, cli_flows, explained
 
 if TYPE_CHECKING:
     from formwork.db.claims import Holders
@@ -124,7 +124,7 @@ def run(
         try:
             with (
                 listening(advance),
-                without_heartbeat(),
+                cli_flows(),
                 explained(*problems, *gone),
                 database_in_environment(resolve_db(db)),
                 source_in_environment(input) as source,

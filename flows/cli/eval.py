@@ -122,7 +122,7 @@ def eval_gold(
 ) -> None:
     """Run gold records through the pipeline, score them, store the scores, print tables, draw a chart."""
     from formwork.flows.evaluate import evaluate
-    from formwork.flows.prefect_env import without_heartbeat
+    from formwork.flows.prefect_env import cli_flows
     from formwork.schemas.registry import SchemaProblem
     from formwork.tasks.engines.base import EngineError
     from formwork.tasks.evaluation.gold import GoldProblem
@@ -135,7 +135,7 @@ def eval_gold(
     chart = chart or Path(f"eval-{Path(schema).stem}.png")
     err.print(f"evaluating {gold} ({', '.join(modes or ['the configured mode'])}); this runs the model")
     try:
-        with without_heartbeat():
+        with cli_flows():
             reports = evaluate(
                 str(gold), schema, modes=modes, limit=limit, db_url=resolve_db(db), chart=str(chart),
                 calibrate=calibrate, target=target, verify=verify, half=half,  # type: ignore[arg-type]

@@ -41,7 +41,7 @@ def retry(
     from sqlalchemy.exc import OperationalError
 
     from formwork.db.keeping import DatabaseUnavailable
-    from formwork.flows.prefect_env import explained, without_heartbeat
+    from formwork.flows.prefect_env import cli_flows, explained
     from formwork.flows.reprocess_failed import reprocess_failed, secret_overrides
     from formwork.tasks.settings import Settings
 
@@ -55,7 +55,7 @@ def retry(
     gone = (DatabaseUnavailable, OperationalError)
     try:
         with (
-            without_heartbeat(),
+            cli_flows(),
             explained(*gone),
             database_in_environment(resolve_db(db)),
             settings_in_environment(hidden),
