@@ -164,6 +164,22 @@ def test_a_chunk_whose_commit_fails_is_stored_record_by_record(postgres_db_url: 
         assert session.scalar(select(ModelCall.id).where(ModelCall.record_id == ids[1])) is not None
 
 
+def test_a_group_written_again_after_its_commit_stores_nothing_twice(any_db_url: str) -> None:
+    """A connection that drops during COMMIT may lose the answer of a commit the server made: the write
+    is tried again (or a journal holding the group is replayed), and must not store its calls twice."""
+    sessions = session_factory(any_db_url)
+    with sessions() as session:
+        ids = _records(session, ["Taxi 20 EUR", "Lunch 12 USD"])
+        run = start_run(session, EXPENSE, **RUN)
+    save_chunk(sessions, run, EXPENSE, [_outcome(ids[0], "ok")], QueuePolicy(), OutageWindow(10))
+    group = [_outcome(ids[0], "ok"), _outcome(ids[1], "failed")]  # the first one committed already
+    save_chunk(sessions, run, EXPENSE, group, QueuePolicy(), OutageWindow(10), replay=True)
+    with sessions() as session:
+        calls = sorted(session.scalars(select(ModelCall.record_id)))
+        history = sorted(r["record"] for r in result_rows(session, run))
+    assert calls == ids and history == ["k0", "k1"]  # one call and one history row per record
+
+
 def test_a_reader_never_blocks_a_writer(db_url: str) -> None:
     with session_factory(db_url)() as session:
         _records(session, ["Taxi 20 EUR"])
