@@ -112,7 +112,7 @@ def main() -> None:
     formwork.tasks.engines.open_engines = lambda settings, schema_body=None: (engine, engine)
     database = [0.0]
     _timed(formwork.flows.batch_extract, "store_records", database)
-    _timed(formwork.flows.chunk, "claim_records", database)
+    _timed(formwork.flows.chunk, "claim_pending", database)
     _timed(formwork.flows.chunk, "save_chunk", database)
     body_started: list[float] = []
     flow_module = formwork.flows.batch_extract

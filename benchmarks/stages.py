@@ -39,7 +39,7 @@ STAGES: dict[str, list[tuple[Any, str]]] = {
     "judge": [(formwork.tasks.extract, "judge"), (formwork.tasks.modes, "judge")],
     "storing": [
         (formwork.flows.batch_extract, "store_records"),
-        (formwork.flows.chunk, "claim_records"),
+        (formwork.flows.chunk, "claim_pending"),
         (formwork.flows.chunk, "save_chunk"),
     ],
 }

@@ -2,7 +2,8 @@
 
 A run claims a chunk's records in one statement before it calls any model (an upsert that takes a free
 record, or one whose claim is stale, and returns what it won), refreshes its claims while it works
-(the heartbeat), and releases them in the transaction that stores their results. A write is refused
+(the heartbeat), and releases them in the transaction that stores their results, or at once for a
+record another run finished between this run's reading it as pending and its claim. A write is refused
 for a record that another run holds: the slower of two workers can never overwrite the faster one's
 result. The retry queue's own claims are refreshed by the same heartbeat.
 """
@@ -10,12 +11,15 @@ result. The retry queue's own claims are refreshed by the same heartbeat.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Select, delete, exists, func, select, update
 from sqlalchemy.orm import Session
 
 from formwork.db.models import Record, RecordClaim, Result, RetryEntry, Run, utcnow
+from formwork.db.queue import release_worker
 from formwork.db.session import is_postgres, upsert_insert
 from formwork.schemas.registry import Schema
 
@@ -43,18 +47,90 @@ def claim_records(
     return [i for i in record_ids if i in won]
 
 
+@dataclass(frozen=True)
+class Claimed:
+    """A chunk's records once claimed: those to process, and those another run holds (not processed)."""
+
+    todo: list[int]
+    held: list[int]
+
+
+def claim_pending(
+    session: Session, run_id: int, schema: Schema, record_ids: Sequence[int], stale_after: timedelta,
+    redo: bool = False,
+) -> Claimed:  # fmt: skip
+    """Claim the records, keep those still without a result (all of them to `redo`) and release at once
+    the claims won on records that have one; commit.
+
+    A run reads its pending records when it stores its input, and claims them later, a chunk at a
+    time: an overlapping run may finish a record in between and release its claim, and the free claim
+    row is then won by this run, which has nothing to do for it. Kept, that claim would outlive the
+    run by its lease and hold off a retry of the record meanwhile.
+    """
+    won = claim_records(session, run_id, schema, record_ids, stale_after)
+    finished: set[int] = set()
+    if not redo:
+        finished = set(session.scalars(select(Record.id).where(Record.id.in_(won), _done(schema))))
+    if finished:
+        mine = (RecordClaim.run_id == run_id) & RecordClaim.record_id.in_(finished)
+        session.execute(delete(RecordClaim).where(_of(schema), mine))
+    session.commit()
+    taken = set(won)
+    return Claimed([i for i in won if i not in finished], [i for i in record_ids if i not in taken])
+
+
+@dataclass(frozen=True)
+class Holders:
+    """Records a run left without a result because other runs held them: how many, which runs hold
+    them, and when the last of those claims lapses unless its run beats again (None: none is held)."""
+
+    records: int = 0
+    runs: tuple[int, ...] = ()
+    until: datetime | None = None
+
+
+def holders(
+    session: Session, run_id: int, schema: Schema, record_ids: Sequence[int], stale_after: timedelta
+) -> Holders:
+    """Of `record_ids`, the records still without a result, and the other runs' claims on them."""
+    records, runs, last = 0, set[int](), None
+    for start in range(0, len(record_ids), 1000):
+        batch = record_ids[start : start + 1000]
+        left = select(func.count(Record.id)).where(Record.id.in_(batch), ~_done(schema))
+        records += session.scalar(left) or 0
+        claims = session.execute(
+            select(RecordClaim.run_id, func.max(RecordClaim.claimed_at))
+            .where(_of(schema), RecordClaim.record_id.in_(batch), RecordClaim.run_id != run_id,
+                   ~_done(schema, RecordClaim.record_id))
+            .group_by(RecordClaim.run_id)
+        ).all()  # fmt: skip
+        for holder, claimed_at in claims:
+            runs.add(holder)
+            aware = claimed_at if claimed_at.tzinfo else claimed_at.replace(tzinfo=UTC)  # SQLite: naive UTC
+            last = aware if last is None else max(last, aware)
+    return Holders(records, tuple(sorted(runs)), None if last is None else last + stale_after)
+
+
+def _done(schema: Schema, record_id: Any = Record.id) -> Any:
+    """The record (`record_id`, a column) has a result for this schema version."""
+    return exists().where(
+        Result.record_id == record_id,
+        Result.schema_name == schema.name,
+        Result.schema_version == schema.version,
+    )
+
+
+def _of(schema: Schema) -> Any:
+    return (RecordClaim.schema_name == schema.name) & (RecordClaim.schema_version == schema.version)
+
+
 def unprocessed(source: str, schema: Schema) -> Select:
     """The newest record of each key of `source` that has no result for this schema version.
 
     Only the newest text of a key counts: an older text of a changed row is history, not work.
     """
     newest = select(func.max(Record.id)).where(Record.source == source).group_by(Record.key)
-    done = exists().where(
-        Result.record_id == Record.id,
-        Result.schema_name == schema.name,
-        Result.schema_version == schema.version,
-    )
-    return select(Record.id).where(Record.id.in_(newest), ~done).order_by(Record.id)
+    return select(Record.id).where(Record.id.in_(newest), ~_done(schema)).order_by(Record.id)
 
 
 def left_behind(session: Session, source: str, schema: Schema, stale_after: timedelta) -> list[int]:
@@ -79,7 +155,7 @@ def release_held(session: Session, run_id: int, schema: Schema, record_ids: Sequ
     """
     if not record_ids:
         return set()
-    of_schema = (RecordClaim.schema_name == schema.name) & (RecordClaim.schema_version == schema.version)
+    of_schema = _of(schema)
     others = select(RecordClaim.record_id).where(
         of_schema, RecordClaim.record_id.in_(record_ids), RecordClaim.run_id != run_id
     )
@@ -92,6 +168,11 @@ def release_held(session: Session, run_id: int, schema: Schema, record_ids: Sequ
         )
     )
     return held_elsewhere
+
+
+def release_run(session: Session, run_id: int) -> None:
+    """Inside the caller's transaction: drop every record claim of a run known to be over."""
+    session.execute(delete(RecordClaim).where(RecordClaim.run_id == run_id))
 
 
 def heartbeat(session: Session, run_id: int, worker: str | None = None) -> None:
@@ -109,7 +190,8 @@ def heartbeat(session: Session, run_id: int, worker: str | None = None) -> None:
 
 
 def mark_crashed(session: Session, silent_for: timedelta) -> int:
-    """Runs still `running` whose heartbeat stopped more than `silent_for` ago died: mark them `crashed`.
+    """Runs still `running` whose heartbeat stopped more than `silent_for` ago died: mark them `crashed`
+    and put back the retry-queue entries a dead reprocessing run held (not `claim_timeout_s` later).
 
     A run an older version left running has no heartbeat at all (the column came with 0002): its
     start is the last sign of life.
@@ -120,8 +202,12 @@ def mark_crashed(session: Session, silent_for: timedelta) -> int:
         update(Run)
         .where(Run.state == "running", last_seen < cutoff)
         .values(state="crashed", finished_at=last_seen)
+        .returning(Run.worker, Run.finished_at)
         .execution_options(synchronize_session=False)
     )
-    count = session.execute(statement).rowcount
+    dead = session.execute(statement).all()
+    for worker, seen in dead:
+        if worker is not None:
+            release_worker(session, worker, seen)
     session.commit()
-    return count
+    return len(dead)

@@ -88,6 +88,8 @@ class Run(Base):
     started_at: Mapped[datetime] = mapped_column(default=utcnow)
     heartbeat_at: Mapped[datetime | None]
     finished_at: Mapped[datetime | None]
+    # a reprocessing run's retry-queue worker (its claims' holder): marked crashed, it gives them back
+    worker: Mapped[str | None] = mapped_column(String(100))
 
 
 class ModelCall(Base):

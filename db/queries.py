@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from formwork.db.calibrations import statement
+from formwork.db.claims import Holders
 from formwork.db.models import ModelCall, Record, Result, Run, RunResult
 from formwork.tasks.calls import UNVOUCHED
 from formwork.tasks.completeness import INCOMPLETE
@@ -44,6 +45,8 @@ class RunSummary:
     guarantees: dict[str, str] = field(default_factory=dict)  # per field: what is guaranteed, in a sentence
     values: int = 0  # values and nulls held to the run's policy (one per path of every row)
     certified: int = 0  # of those, certified
+    held: Holders = field(default_factory=Holders)  # left without a result: other runs held them
+    replayed: int = 0  # finished records of runs that lost their database, stored first (db.journal)
 
     @property
     def records(self) -> int:
@@ -68,7 +71,15 @@ class RunSummary:
             *([("values certified", f"{self.certified} of {self.values}")] if self.values else []),
             *([("confidence", self.confidence)] if self.confidence else []),
             *((f"guarantee: {name}", said) for name, said in self.guarantees.items()),
+            *([("held by another run, no result yet", self.held_text())] if self.held.records else []),
+            *([("records stored from the journal", str(self.replayed))] if self.replayed else []),
         ]
+
+    def held_text(self) -> str:
+        """How many records other runs held, which runs, and until when (UTC)."""
+        runs = ", ".join(str(run) for run in self.held.runs) or "none now"
+        until = f" until {self.held.until:%H:%M:%S} UTC" if self.held.until else ""
+        return f"{self.held.records} (run {runs}{until})"
 
 
 def latest_run_id(session: Session) -> int | None:

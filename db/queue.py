@@ -188,6 +188,23 @@ def release_stale(session: Session, older_than: timedelta, now: datetime | None 
     return count
 
 
+def release_worker(session: Session, worker: str, last_seen: datetime) -> int:
+    """Put back the claims `worker` held at `last_seen`, its last sign of life (its run was found dead);
+    not committed; count them.
+
+    A claim made later is a live worker's that reuses the name (host and pid): a worker refreshes its
+    claims with its run's heartbeat, so a dead one's are never newer than that heartbeat.
+    """
+    statement = (
+        update(RetryEntry)
+        .where(RetryEntry.state == "claimed", RetryEntry.claimed_by == worker,
+               RetryEntry.claimed_at <= _utc(last_seen))
+        .values(state="waiting", claimed_by=None, claimed_at=None, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )  # fmt: skip
+    return session.execute(statement).rowcount
+
+
 def requeue(session: Session, entry_id: int, now: datetime | None = None) -> RetryEntry:
     """An operator's "try again now": due at once, attempts from zero, any claim cleared; commit.
 

@@ -1,46 +1,42 @@
 """Writes: records before any model sees them, then finished records' calls and results as they come.
 
-`save_chunk` stores a group of finished records in one transaction: the chunk's writer (db.writer)
-hands it what finished within about a second, so a slow engine writes one record at a time and a fast
-one a group at a time (10,000 rows took 2–46 s one by one and under a second in batches of 1,000).
-Every write passes its rows as parameters of one statement (an executemany), never as a VALUES list
-built into the statement: a statement with the rows inside is compiled again for every group, and
-that compiling cost more CPU than the rest of storing (issue 31). Results are upserted on (record,
-schema name, schema version), so a resumed or repeated run updates the row it wrote before instead
-of adding a second one; `run_results` keeps what each run produced. Records are immutable (unique per
-source, key and text hash), so a result always belongs to the exact text it was extracted from.
+`save_outcomes` stores a group of finished records in one transaction: the chunk's writer (db.writer)
+hands it, through db.keeping's safety net, what finished within about a second, so a slow engine writes
+one record at a time and a fast one a group at a time (10,000 rows took 2–46 s one by one and under a
+second in batches of 1,000). Every write passes its rows as parameters of one statement (an
+executemany), never as a VALUES list built into the statement: a statement with the rows inside is
+compiled again for every group, and that compiling cost more CPU than the rest of storing (issue 31).
+Results are upserted on (record, schema name, schema version), so a resumed or repeated run updates the
+row it wrote before instead of adding a second one; `run_results` keeps what each run produced. Records
+are immutable (unique per source, key and text hash), so a result always belongs to the exact text it
+was extracted from.
 
 Nothing here may abort a night on one odd value: every string is made storable on the way in
-(db.clean), and `save_chunk` falls back to storing a group's records one by one when the group's
+(db.clean), and db.keeping falls back to storing a group's records one by one when the group's
 commit fails, so one bad row fails alone and every paid model call is kept.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
-import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import and_, insert, or_, select
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from formwork.db.claims import release_held
 from formwork.db.clean import clean_text, storable
 from formwork.db.models import ModelCall, Record, Result, Run, RunResult, utcnow
-from formwork.db.queue import record_failure, record_success
+from formwork.db.queue import record_failure, record_success, release_worker
 from formwork.db.session import upsert_insert
 from formwork.schemas.registry import Schema
 from formwork.tasks.calls import Outcome
 from formwork.tasks.sources import InputRecord
-from formwork.tasks.validate import Verdict
 
 BATCH = 1000
 KEY_LIMIT = 200  # records.key is String(200)
-logger = logging.getLogger(__name__)
 
 
 class SchemaChanged(ValueError):
@@ -81,10 +77,14 @@ def start_run(session: Session, schema: Schema | None = None, **fields: Any) -> 
     return run.id
 
 
-def finish_run(session: Session, run_id: int, state: str = "finished") -> None:
+def finish_run(session: Session, run_id: int, state: str = "finished", only_running: bool = False) -> None:
+    """Close the run (unless `only_running` and it is closed already); a reprocessing run that crashed
+    gives its retry-queue claims back with it."""
     run = session.get(Run, run_id)
-    if run is not None:
+    if run is not None and (run.state == "running" or not only_running):
         run.state, run.finished_at = state, utcnow()
+        if state == "crashed" and run.worker is not None:
+            release_worker(session, run.worker, run.finished_at)
         session.commit()
 
 
@@ -185,14 +185,23 @@ KEEP = {"ok", "partial"}  # a stored result of these statuses is never replaced 
 
 
 def save_outcomes(
-    session: Session, run_id: int, schema: Schema, outcomes: Sequence[Outcome], queue: QueuePolicy
-) -> None:
+    session: Session, run_id: int, schema: Schema, outcomes: Sequence[Outcome], queue: QueuePolicy,
+    skip_stored: bool = False,
+) -> None:  # fmt: skip
     """Store a group's calls, results, history, claims and retry-queue changes in one transaction.
 
     A record that another run holds keeps its result (only this run's calls and history are stored);
     a result that is `ok` or `partial` is never replaced by a `failed` one (a retry that hit an outage).
+    `skip_stored`: leave out the records this run has stored already (a write tried again after its
+    connection dropped during COMMIT, or a journal replayed, db.keeping), so no call is stored twice.
     """
+    if skip_stored:
+        ids = [o.record_id for o in outcomes]
+        stored = set(session.scalars(select(RunResult.record_id).where(
+            RunResult.run_id == run_id, RunResult.record_id.in_(ids))))  # fmt: skip
+        outcomes = [o for o in outcomes if o.record_id not in stored]
     if not outcomes:
+        session.commit()
         return
     ids = [o.record_id for o in outcomes]
     hashes = dict(session.execute(select(Record.id, Record.text_hash).where(Record.id.in_(ids))).all())
@@ -239,43 +248,3 @@ def save_outcomes(
             succeeded.append(outcome.record_id)
     record_success(session, succeeded, schema)
     session.commit()
-
-
-def _unstorable(outcome: Outcome, exc: Exception) -> Outcome:
-    """What is left to store of an outcome the database refused: its calls' numbers and the reason."""
-    reason = f"could not store the result: {type(exc).__name__}: {str(exc)[:300]}"
-    for call in outcome.calls:
-        call.output = call.output.encode("ascii", "backslashreplace").decode("ascii")
-    return Outcome(outcome.record_id, Verdict("failed", None, [reason]), outcome.attempts,
-                   calls=outcome.calls, queueable=False)  # fmt: skip
-
-
-def save_chunk(
-    sessions: Callable[[], Session], run_id: int, schema: Schema, outcomes: Sequence[Outcome],
-    queue: QueuePolicy, tries: int = 3,
-) -> None:  # fmt: skip
-    """`save_outcomes` with a safety net: retry a lost lock, then store the group record by record.
-
-    Model calls are never repeated to recover a write: the outcomes are already here.
-    """
-    for attempt in range(1, tries + 1):
-        try:
-            with sessions() as session:
-                save_outcomes(session, run_id, schema, outcomes, queue)
-            return
-        except OperationalError:
-            if attempt == tries:
-                break
-            time.sleep(attempt)
-        except SQLAlchemyError:
-            break
-    logger.warning("run %s: the chunk's commit failed; storing its %d records one by one", run_id,
-                   len(outcomes))  # fmt: skip
-    for outcome in outcomes:
-        try:
-            with sessions() as session:
-                save_outcomes(session, run_id, schema, [outcome], queue)
-        except SQLAlchemyError as exc:
-            logger.exception("run %s: record %s could not be stored as is", run_id, outcome.record_id)
-            with sessions() as session:
-                save_outcomes(session, run_id, schema, [_unstorable(outcome, exc)], queue)

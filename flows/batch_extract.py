@@ -13,29 +13,29 @@ on the worker instead).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from itertools import islice
 from pathlib import Path
 
 from prefect import get_run_logger
-from sqlalchemy.orm import Session
 
 from formwork.db.claims import left_behind
 from formwork.db.queries import RunSummary
 from formwork.db.session import session_factory
 from formwork.db.store import check_schema_body, records_without_result, store_records
 from formwork.db.watermarks import advance_watermark, rows_since_watermark
-from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
+from formwork.flows.chunk import RunContext
+from formwork.flows.runner import checked_engines, chunked, new_context, replay_journals, run_chunks
 from formwork.flows.secret_free import secret_free_flow
-from formwork.schemas.registry import Schema, load_checked_schema
+from formwork.schemas.registry import load_checked_schema
 from formwork.tasks.settings import Settings
 from formwork.tasks.sources import InputRecord, read_records
 from formwork.tasks.sources.sql import SqlRows, SqlSelection, sql_selection, url_label
 
 
 def _stored_pending(
-    sessions: Callable[[], Session], label: str, records: Iterable[InputRecord], schema: Schema, size: int
+    context: RunContext, label: str, records: Iterable[InputRecord], size: int
 ) -> Iterator[int]:
     """Store the input a chunk at a time, yielding the ids still without a result as they are stored.
 
@@ -43,16 +43,18 @@ def _stored_pending(
     call of a 10,000-record run waited for every record to be written.
     """
     for batch in chunked(records, size):
-        with sessions() as session:  # closed before yielding: an open write transaction would block
-            ids = store_records(session, label, batch)  # every chunk (SQLite has one writer)
-            pending = records_without_result(session, ids, schema)
-            session.commit()
-        yield from pending
+
+        def store(batch: list[InputRecord] = batch) -> list[int]:
+            with context.sessions() as session:  # closed before yielding: an open write transaction
+                ids = store_records(session, label, batch)  # would block every chunk (one SQLite writer)
+                pending = records_without_result(session, ids, context.schema)
+                session.commit()
+            return pending
+
+        yield from context.database.call(store, "store the input")
 
 
-def _then_left_behind(
-    pending: Iterable[int], sessions: Callable[[], Session], label: str, schema: Schema, lease: timedelta
-) -> Iterator[int]:
+def _then_left_behind(pending: Iterable[int], context: RunContext, label: str) -> Iterator[int]:
     """The ids read from the source, then its stored records that a killed run left without a result.
 
     A SQL source reads only from its watermark on, so a row stored by a run that died before its model
@@ -62,10 +64,14 @@ def _then_left_behind(
     for record_id in pending:
         seen.add(record_id)
         yield record_id
-    with sessions() as session:
-        behind = [i for i in left_behind(session, label, schema, lease) if i not in seen]
-        session.commit()
-    yield from behind
+
+    def behind() -> list[int]:
+        with context.sessions() as session:
+            found = left_behind(session, label, context.schema, context.lease)
+            session.commit()
+        return [i for i in found if i not in seen]
+
+    yield from context.database.call(behind, "find records left behind")
 
 
 def source_label(source: str, sql: SqlSelection | None = None) -> str:
@@ -87,9 +93,11 @@ def batch_extract(
     id_column: str = "id",
     text_column: str = "text",
     updated_column: str | None = None,
+    wait: bool = False,
 ) -> RunSummary:
     """Extract `schema` from every record of `source` (JSONL, CSV, a folder of .txt files, or a
-    database URL with `query` or `table`: only rows new or changed since the last finished run)."""
+    database URL with `query` or `table`: only rows new or changed since the last finished run).
+    Records another run holds are counted in the summary, or waited for and processed (`wait`)."""
     settings = Settings(**({"db_url": db_url} if db_url else {}))
     chosen = load_checked_schema(schema)
     sql = sql_selection(source, query, table, id_column, text_column, updated_column)
@@ -100,18 +108,20 @@ def batch_extract(
         if sql
         else read_records(source, follow_symlinks=follow_symlinks)
     )
+    sessions = session_factory(settings.db_url)
+    replayed = replay_journals(sessions, settings)  # before any model is called, or even loaded
     with checked_engines(settings, chosen) as engines:
-        sessions = session_factory(settings.db_url)
         label = source_label(source, sql)
         with sessions() as session:
             check_schema_body(session, chosen)
-        context = new_context(sessions, settings, chosen, engines, flow="batch_extract", source=label)
+        context = new_context(sessions, settings, chosen, engines, flow="batch_extract", source=label,
+                              wait=wait)  # fmt: skip
         get_run_logger().info("run %s: %s from %s", context.run_id, chosen.label, label)
         size = chunk_size or settings.chunk_size
-        pending = _stored_pending(sessions, label, islice(records, limit), chosen, size)
+        pending = _stored_pending(context, label, islice(records, limit), size)
         if sql:
-            pending = _then_left_behind(pending, sessions, label, chosen, context.lease)
-        summary = run_chunks(context, chunked(islice(pending, limit), size))
+            pending = _then_left_behind(pending, context, label)
+        summary = run_chunks(context, chunked(islice(pending, limit), size), replayed)
         if isinstance(records, SqlRows):  # finished: the next run starts after what this one read
             with sessions() as session:
                 advance_watermark(session, records, chosen, summary.run_id)

@@ -10,11 +10,11 @@ Each finished record goes to the chunk's `RecordWriter` (db.writer), which store
 within about a second, in a group with whatever else finished meanwhile: a run killed in the middle of
 a chunk loses at most the last second of finished work, and the next run takes up only the rest.
 
-Which retries Prefect makes: only a chunk that failed BEFORE any model call (the database could not
-be reached to claim or read its records, `ChunkNotStarted`). Everything after the first model call is
-handled here, so a retry can never repeat a paid call: an engine error fails its record (retryable
-ones wait in the retry queue), and the store retries a lost lock and falls back to record-by-record
-writes (db.store.save_chunk).
+Prefect retries nothing here, so no retry can repeat a paid call: an engine error fails its record
+(retryable ones wait in the retry queue), and a database that goes away is waited for within the
+run's outage window, for the claim as for every write (db.keeping). Past the window the run stops:
+no record starts any more, and what finishes goes to the run's journal (db.journal), which the next
+run stores before it calls any model.
 """
 
 from __future__ import annotations
@@ -30,13 +30,14 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from sqlalchemy import select
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from formwork.db.claims import claim_records
+from formwork.db.claims import Claimed, claim_pending
+from formwork.db.journal import Journal
+from formwork.db.keeping import DatabaseUnavailable, OutageWindow, save_chunk
 from formwork.db.models import Record
 from formwork.db.queue import unclaim
-from formwork.db.store import QueuePolicy, records_without_result, save_chunk
+from formwork.db.store import QueuePolicy
 from formwork.db.writer import RecordWriter
 from formwork.flows.progress import record_done
 from formwork.schemas.registry import Schema
@@ -58,63 +59,64 @@ class RunContext:
     options: ExtractOptions
     sessions: Callable[[], Session]
     queue: QueuePolicy
+    database: OutageWindow  # how long every claim and write waits for a database that went away
+    journal: Journal  # where finished records go when the database stays away longer
     lease: timedelta = timedelta(minutes=1)  # a run silent this long is dead (its claims stale)
     worker: str | None = None  # reprocessing: the retry-queue claims' holder
     redo: bool = False  # reprocessing: process records even if they already have a result
     pool: Executor | None = None  # the run's record pool, shared by its chunks (flows.runner)
     review_dir: Path | None = None  # where each run writes its review page (linked from Prefect)
+    wait: bool = False  # records another run holds: wait for its lease to lapse, then process them
 
 
-class ChunkNotStarted(RuntimeError):
-    """The chunk could not claim or read its records; no model was called, so Prefect may retry it."""
+@dataclass(frozen=True)
+class ChunkDone:
+    """What a chunk did: its records' statuses, and the records another run held (not processed)."""
+
+    statuses: list[str]
+    held: list[int]
 
 
-def retry_can_help(_task: Any, _task_run: Any, state: Any) -> bool:
-    """Prefect's retry_condition_fn: retry a chunk only when no model call was made yet."""
-    try:
-        state.result()
-    except ChunkNotStarted:
-        return True
-    except Exception:
-        return False
-    return False
-
-
-def _claimed_rows(context: RunContext, record_ids: list[int]) -> list[Any]:
-    """Claim the chunk's records (overlapping runs split the work) and read those still pending."""
+def _claimed_rows(context: RunContext, record_ids: list[int]) -> tuple[list[Any], list[int]]:
+    """Claim the chunk's records (overlapping runs split the work) and read those still pending; also
+    return the records another run holds."""
     schema = context.schema
-    try:
+
+    def claim() -> tuple[Claimed, list[Any]]:
         with context.sessions() as session:
-            won = claim_records(session, context.run_id, schema, record_ids, context.lease)
-            if context.worker is not None and len(won) < len(record_ids):
-                lost = sorted(set(record_ids) - set(won))
-                unclaim(session, context.worker, lost, schema.name, schema.version)
-            pending = won if context.redo else records_without_result(session, won, schema)
+            claimed = claim_pending(session, context.run_id, schema, record_ids, context.lease, context.redo)
+            if context.worker is not None and claimed.held:
+                unclaim(session, context.worker, claimed.held, schema.name, schema.version)
             rows = session.execute(
-                select(Record.id, Record.text, Record.meta, Record.problem).where(Record.id.in_(pending))
+                select(Record.id, Record.text, Record.meta, Record.problem).where(Record.id.in_(claimed.todo))
             ).all()
             session.commit()
-    except OperationalError as exc:
-        raise ChunkNotStarted(f"could not claim the chunk's records: {exc}") from exc
-    if len(won) < len(record_ids):
-        logger.info("run %s: %d records are in flight in another run", context.run_id,
-                    len(record_ids) - len(won))  # fmt: skip
-    return rows
+        return claimed, rows
+
+    claimed, rows = context.database.call(claim, "claim a chunk's records")
+    if claimed.held:
+        logger.info("run %s: %d records are in flight in another run", context.run_id, len(claimed.held))
+    return rows, claimed.held
 
 
-@task(name="process_chunk", retries=2, retry_delay_seconds=[2, 10], retry_condition_fn=retry_can_help,
-      cache_policy=NO_CACHE)  # fmt: skip
-def process_chunk(context: RunContext, record_ids: list[int]) -> list[str]:
+@task(name="process_chunk", cache_policy=NO_CACHE)
+def process_chunk(context: RunContext, record_ids: list[int]) -> ChunkDone:
     """Process the records of one chunk that have no result yet, storing each as it finishes; return
-    their statuses."""
-    rows = _claimed_rows(context, record_ids)
+    their statuses and the records another run holds."""
+    rows, held = _claimed_rows(context, record_ids)
 
     def save(outcomes: Sequence[Outcome]) -> None:
-        save_chunk(context.sessions, context.run_id, context.schema, outcomes, context.queue)
+        try:
+            save_chunk(context.sessions, context.run_id, context.schema, outcomes, context.queue,
+                       context.database)  # fmt: skip
+        except DatabaseUnavailable:
+            context.journal.write(outcomes)
 
     with RecordWriter(save, name=f"formwork-writer-{context.run_id}") as writer:
 
-        def one(row: Any) -> Outcome:
+        def one(row: Any) -> Outcome | None:
+            if context.database.closed:
+                return None  # the run stops: no new paid call whose result could not be stored
             if row.problem:
                 outcome = input_problem(row.id, row.problem)
             else:
@@ -130,4 +132,4 @@ def process_chunk(context: RunContext, record_ids: list[int]) -> list[str]:
             workers = min(context.reasoner.max_concurrency, context.formatter.max_concurrency)
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="formwork-record") as pool:
                 outcomes = list(pool.map(one, rows))
-    return [o.verdict.status for o in outcomes]
+    return ChunkDone([o.verdict.status for o in outcomes if o is not None], held)

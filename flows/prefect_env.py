@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from collections.abc import Iterator
@@ -51,3 +52,38 @@ def without_heartbeat() -> Iterator[None]:
 
     with temporary_settings(updates={"flows.heartbeat_frequency": None}):  # type: ignore[dict-item]
         yield
+
+
+@contextmanager
+def cli_flows() -> Iterator[None]:
+    """What a command that runs flows in its own process needs: no heartbeat thread, and an ephemeral
+    Prefect server, if it starts one, that dies with the command even when it is killed
+    (flows.prefect_server)."""
+    from formwork.flows.prefect_server import tie_ephemeral_server
+
+    tie_ephemeral_server()
+    with without_heartbeat():
+        yield
+
+
+@contextmanager
+def explained(*kinds: type[BaseException]) -> Iterator[None]:
+    """Prefect logs each exception that ends a task or flow run with its traceback; for the errors the
+    CLI explains itself (a bad schema, a database that stayed away), keep Prefect's one line and drop
+    the traceback, so the run ends on the explanation, not on a raw traceback."""
+
+    class Untraced(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            if record.exc_info and isinstance(record.exc_info[1], kinds):
+                record.exc_info, record.exc_text = None, None
+            return True
+
+    untraced = Untraced()
+    loggers = [logging.getLogger(name) for name in ("prefect.flow_runs", "prefect.task_runs")]
+    for logger in loggers:
+        logger.addFilter(untraced)
+    try:
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeFilter(untraced)

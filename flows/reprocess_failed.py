@@ -23,7 +23,7 @@ from prefect import get_run_logger
 from formwork.db.queries import RunSummary
 from formwork.db.queue import Claim, claim_due, record_failure, release_stale
 from formwork.db.session import session_factory
-from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
+from formwork.flows.runner import checked_engines, chunked, new_context, replay_journals, run_chunks
 from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
 from formwork.tasks.redact import redact
@@ -59,6 +59,7 @@ def reprocess_failed(
     sessions = session_factory(settings.db_url)
     logger = get_run_logger()
     worker = worker or worker_name()
+    replayed = replay_journals(sessions, settings)  # a replayed record's entry is settled before claims
     with sessions() as session:
         released = release_stale(session, timedelta(seconds=settings.claim_timeout_s))
         claims = claim_due(session, worker, limit)
@@ -89,7 +90,8 @@ def reprocess_failed(
                 sessions, settings, schema, engines, flow="reprocess_failed", source=schema.source,
                 worker=worker,
             )  # fmt: skip
-            summaries.append(run_chunks(context, chunked((c.record_id for c in group), settings.chunk_size)))
+            records = chunked((c.record_id for c in group), settings.chunk_size)
+            summaries.append(run_chunks(context, records, replayed if not summaries else 0))
     return summaries
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +26,10 @@ from prefect import get_run_logger
 from sqlalchemy.orm import Session
 
 from formwork.db.calibrations import policy_for
-from formwork.db.claims import heartbeat, mark_crashed
+from formwork.db.claims import Holders, heartbeat, holders, mark_crashed
+from formwork.db.journal import Journal, replay
+from formwork.db.keeping import DatabaseUnavailable, OutageWindow, is_outage, reason
+from formwork.db.models import utcnow
 from formwork.db.queries import RunSummary, run_summary
 from formwork.db.store import QueuePolicy, finish_run, start_run
 from formwork.flows.artifacts import publish_run
@@ -65,6 +69,7 @@ def new_context(
     worker: str | None = None,
     redo: bool = False,
     measuring: bool = False,
+    wait: bool = False,
 ) -> RunContext:
     """Mark dead runs crashed, write this run's row and bundle what every chunk of this run needs.
     `measuring`: a calibration's run (`formwork eval --calibrate`): nothing certified, nothing dropped."""
@@ -94,6 +99,7 @@ def new_context(
             reasoning_model=reasoner.model,
             formatting_model=formatter.model,
             confidence=applied,
+            worker=worker,
         )
     if crashed:
         get_run_logger().warning("%d earlier runs stopped without finishing: marked crashed", crashed)
@@ -111,11 +117,25 @@ def new_context(
         options,
         sessions,
         queue,
-        timeout,
-        worker,
+        database=OutageWindow(settings.db_outage_s),
+        journal=Journal(settings.journal_folder(), settings.db_url, run_id, schema, queue),
+        lease=timeout,
+        worker=worker,
         redo=redo or worker is not None,
         review_dir=settings.review_dir,
+        wait=wait,
     )
+
+
+def replay_journals(sessions: Callable[[], Session], settings: Settings) -> int:
+    """Store the finished records that runs which lost their database journalled (db.journal), before
+    this run calls any model: each one then has its result, and is not paid for again. Return how many."""
+    folder, window = settings.journal_folder(), OutageWindow(settings.db_outage_s)
+    replayed = replay(sessions, folder, settings.db_url, window)
+    if replayed.records:
+        get_run_logger().warning("stored %d finished records that run %s journalled while the database was "
+                                 "away", replayed.records, ", ".join(map(str, replayed.runs)))  # fmt: skip
+    return replayed.records
 
 
 @contextmanager
@@ -125,12 +145,18 @@ def beating(context: RunContext) -> Iterator[None]:
     interval = max(0.5, min(60.0, context.lease.total_seconds() / 4))
 
     def beat() -> None:
+        missed = 0
         while not stop.wait(interval):
             try:
                 with context.sessions() as session:
                     heartbeat(session, context.run_id, context.worker)
-            except Exception:  # a missed beat is harmless; the next one may succeed
-                logger.warning("run %s: heartbeat failed", context.run_id, exc_info=True)
+                missed = 0
+            except Exception as exc:  # a missed beat is harmless; the next one may succeed
+                missed += 1
+                if not is_outage(exc):
+                    logger.warning("run %s: heartbeat failed", context.run_id, exc_info=True)
+                elif missed == 1:  # an outage: said once (the writes say how long they wait for it)
+                    logger.warning("run %s: heartbeat failed: %s", context.run_id, reason(exc))
 
     thread = threading.Thread(target=beat, name=f"formwork-heartbeat-{context.run_id}", daemon=True)
     thread.start()
@@ -152,7 +178,7 @@ def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
         yield chunk
 
 
-def run_chunks(context: RunContext, chunks: Iterable[list[int]]) -> RunSummary:
+def run_chunks(context: RunContext, chunks: Iterable[list[int]], replayed: int = 0) -> RunSummary:
     """Process the chunks with no barrier between them, close the run (finished or crashed), summarise.
 
     Every chunk's records go to one pool shared by the run, sized to what the engines allow in flight,
@@ -160,29 +186,83 @@ def run_chunks(context: RunContext, chunks: Iterable[list[int]]) -> RunSummary:
     chunk's slowest record (a GPU server sat mostly idle behind that barrier). Each chunk still claims
     its records first; each record is stored as it finishes (flows.chunk, db.writer). `chunks` may be
     a generator that stores the input as it goes, so the first model call does not wait for the whole
-    input.
+    input. Records another run holds are waited for (`context.wait`), or counted in the summary, as are
+    the `replayed` records journalled by earlier runs (`replay_journals`).
     """
     state = "crashed"
     in_flight = min(context.reasoner.max_concurrency, context.formatter.max_concurrency)
+    held: list[list[int]] = []
     try:
         with beating(context), ThreadPoolExecutor(in_flight, thread_name_prefix="formwork-record") as pool:
             shared = replace(context, pool=pool)
             waiting: deque = deque()
-            ahead = CHUNKS_AHEAD
-            for record_ids in chunks:
-                # twice the pool's worth of records queued, so it stays full while the oldest chunk
-                # drains and the next waits for its claims (one pool's worth left it half idle)
-                ahead = max(ahead, -(-2 * in_flight // len(record_ids)) + 1)
-                waiting.append(process_chunk.submit(shared, record_ids))
-                while len(waiting) > ahead:
-                    waiting.popleft().result()
-            while waiting:
-                waiting.popleft().result()
+            try:
+                ahead = CHUNKS_AHEAD
+                for record_ids in chunks:
+                    # twice the pool's worth of records queued, so it stays full while the oldest chunk
+                    # drains and the next waits for its claims (one pool's worth left it half idle)
+                    ahead = max(ahead, -(-2 * in_flight // len(record_ids)) + 1)
+                    waiting.append(process_chunk.submit(shared, record_ids))
+                    while len(waiting) > ahead:
+                        held.append(waiting.popleft().result().held)
+                while waiting:
+                    held.append(waiting.popleft().result().held)
+            finally:  # a chunk still storing (or journalling) what finished ends before the run does
+                for future in waiting:
+                    future.wait()
+            held = [ids for ids in held if ids]
+            while held and context.wait:
+                held = _when_free(shared, held)
         state = "finished"
     finally:
-        with context.sessions() as session:
-            finish_run(session, context.run_id, state)
-    with context.sessions() as session:
-        summary = run_summary(session, context.run_id)
+        context.journal.close()
+        _close(context, state)
+    summary = context.database.call(lambda: _summary(context, held), "summarise the run")
+    summary.replayed = replayed
     publish_run(context.sessions, summary, context.review_dir)
     return summary
+
+
+def _close(context: RunContext, state: str) -> None:
+    """Record how the run ended; a database gone for good ends it with what became of its records."""
+
+    def finish() -> None:
+        with context.sessions() as session:
+            finish_run(session, context.run_id, state)
+
+    try:
+        context.database.call(finish, "close the run")
+    except DatabaseUnavailable as exc:
+        raise DatabaseUnavailable(f"{exc}. Run {context.run_id} stopped: {context.journal.account()}. Run "
+                                  "again once the database is back") from None  # fmt: skip
+
+
+def _summary(context: RunContext, held: list[list[int]]) -> RunSummary:
+    with context.sessions() as session:
+        summary = run_summary(session, context.run_id)
+        left = [i for ids in held for i in ids]
+        summary.held = holders(session, context.run_id, context.schema, left, context.lease)
+        session.commit()
+    return summary
+
+
+def _when_free(context: RunContext, held: list[list[int]]) -> list[list[int]]:
+    """Wait until the other runs' claims on `held` lapse (a run killed moments ago holds its records
+    for the run lease), or those runs finish the records, then process what is left; return what
+    another run holds still (a live run refreshes its claims)."""
+
+    def look() -> Holders:
+        with context.sessions() as session:
+            return holders(session, context.run_id, context.schema, [i for ids in held for i in ids],
+                           context.lease)  # fmt: skip
+
+    found = context.database.call(look, "see who holds the records left")
+    if found.records == 0:
+        return []
+    if found.until is not None and (pause := (found.until - utcnow()).total_seconds() + 0.5) > 0:
+        logger.warning("run %s: waiting %.0f s, until %s UTC, for %d records that run %s holds",
+                       context.run_id, pause, f"{found.until:%H:%M:%S}", found.records,
+                       ", ".join(map(str, found.runs)))  # fmt: skip
+        time.sleep(pause)
+    again = [process_chunk.submit(context, ids) for ids in held]
+    return [ids for ids in (future.result().held for future in again) if ids]

@@ -184,6 +184,17 @@ class Settings(BaseSettings):
     run_lease_s: float = Field(
         60, gt=0, description="a run silent this long is dead: crashed, its records free for other runs"
     )
+    db_outage_s: float = Field(
+        300,
+        ge=0,
+        description="a database that goes away mid-run is tried again (with backoff) this long; past it "
+        "the run stops and journals its finished records, which the next run stores first",
+    )
+    journal_dir: Path | None = Field(
+        None,
+        description="where that journal goes (never the database); default: next to the run's state, the "
+        "SQLite database's folder, or PREFECT_HOME for a database on a server",
+    )
 
     @classmethod
     def secret_fields(cls) -> frozenset[str]:
@@ -214,6 +225,19 @@ class Settings(BaseSettings):
                 raise ValueError(f"vllm_api_key_file {self.vllm_api_key_file}: {exc.strerror}") from exc
         register_secret(key)
         return key
+
+    def journal_folder(self) -> Path:
+        """`journal_dir`, or the folder a run's own state lives in on this machine: beside a SQLite file,
+        else Prefect's home (a working directory may change between a deployment's runs)."""
+        from sqlalchemy.engine.url import make_url
+
+        if self.journal_dir is not None:
+            return self.journal_dir
+        url = make_url(self.db_url)
+        if url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
+            return Path(url.database).resolve().parent / "formwork-journal"
+        prefect_home = Path(os.environ.get("PREFECT_HOME", Path.home() / ".prefect")).expanduser()
+        return prefect_home / "formwork-journal"
 
     @field_validator("*")
     @classmethod

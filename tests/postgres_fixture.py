@@ -7,6 +7,7 @@ Load it with `pytest_plugins = ["tests.postgres_fixture"]` in tests/conftest.py,
   initdb's a data folder under pytest's temporary folder and starts it on a free loopback port
   (deploy/postgres/start_local.sh, about 2 s), yields
   `postgresql+psycopg://postgres@127.0.0.1:PORT/formwork_test`, and stops it (`pg_ctl stop -m fast`).
+- `own_postgres`: a server of the test's own, which it may stop and start again (`OwnServer`).
 - `any_db_url`: parametrized over SQLite and PostgreSQL, a brand-new empty database per test. The
   PostgreSQL case is marked `postgres` and starts the server only when first asked for. Fresh URLs
   matter: db.session.get_engine caches one migrated engine per URL for the whole process.
@@ -123,6 +124,49 @@ def postgres_url() -> Iterator[str]:
         yield started.stdout.strip().splitlines()[-1]
     finally:
         _stop(bin_dir, data_dir, top)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+class OwnServer:
+    """A PostgreSQL server that one test starts, stops and starts again (a restart under a run)."""
+
+    def __init__(self, bin_dir: Path, root: Path) -> None:
+        self.bin_dir, self.root, self.data_dir = bin_dir, root, root / "data"
+        self.port = _free_port()
+        self.url = ""
+
+    def start(self) -> None:
+        """Start it (initdb on the first start, about 2 s a start); the same port and data every time."""
+        env = {**os.environ, "POSTGRES_OPTS": TEST_OPTS}
+        started = subprocess.run(
+            ["bash", str(SCRIPTS / "start_local.sh"), str(self.data_dir), str(self.port), TEST_DB],
+            capture_output=True, text=True, timeout=180, check=False, env=env,
+        )  # fmt: skip
+        if started.returncode != 0:
+            pytest.fail(f"PostgreSQL did not start:\n{started.stderr}")
+        self.url = started.stdout.strip().splitlines()[-1]
+
+    def stop(self) -> None:
+        _stop(self.bin_dir, self.data_dir, self.root)
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[OwnServer]:
+    """A PostgreSQL server for this test alone (never the session's, which other tests share): the test
+    may stop it and start it again. Stopped and deleted afterwards."""
+    installed = subprocess.run(
+        ["bash", str(SCRIPTS / "install.sh")], capture_output=True, text=True, timeout=900, check=False
+    )
+    if installed.returncode != 0:
+        pytest.fail(f"PostgreSQL could not be installed:\n{installed.stdout}\n{installed.stderr}")
+    root = Path(tempfile.mkdtemp(prefix="formwork-postgres-own-"))
+    _let_postgres_in(root, root)
+    server = OwnServer(Path(installed.stdout.strip().splitlines()[-1]), root)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
         shutil.rmtree(root, ignore_errors=True)
 
 

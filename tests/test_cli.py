@@ -74,3 +74,79 @@ def test_run_then_results_as_table_jsonl_and_csv(
 
     failed = runner.invoke(app, ["results", "--db", db, "--status", "failed", "--format", "jsonl"])
     assert all(json.loads(line)["status"] == "failed" for line in failed.stdout.splitlines())
+
+
+@pytest.mark.slow
+def test_a_rerun_inside_another_runs_lease_says_what_is_held_and_wait_processes_it(
+    prefect_harness, local_engine, monkeypatch, tmp_path
+) -> None:
+    """Issue 41 point 4: a run started within the lease of one killed a moment ago found every pending
+    record held, processed none, said "nothing to do" and exited 0, while 10 of 20 records had no
+    result. The holder's state is made by the calls a run makes: it stored the input, claimed every
+    record and finished the first; its heartbeat keeps the claims live until the rerun has decided
+    (however slowly this machine starts a flow), then stops, as a killed run's does."""
+    import logging
+    import threading
+    from datetime import timedelta
+
+    from sqlalchemy import select
+
+    from formwork.db.claims import claim_records, heartbeat
+    from formwork.db.models import ModelCall, Result
+    from formwork.db.session import session_factory
+    from formwork.db.store import QueuePolicy, save_outcomes, start_run, store_records
+    from formwork.flows.batch_extract import source_label
+    from formwork.schemas.registry import load_schema
+    from formwork.tasks.calls import Outcome
+    from formwork.tasks.sources import InputRecord
+    from formwork.tasks.validate import Verdict
+
+    for name, value in {"REASONING_MAX_TOKENS": "16", "MAX_ATTEMPTS": "1", "RUN_LEASE_S": "2"}.items():
+        monkeypatch.setenv(f"FORMWORK_{name}", value)
+    texts = {"a": "Anna: we won!", "b": "Ben: the deploy failed again.", "c": "Chloe: my cat is back!"}
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps({"id": k, "text": t}) + "\n" for k, t in texts.items()))
+    db, schema, label = f"sqlite:///{tmp_path}/held.db", load_schema("chat_tag"), source_label(str(source))
+    sessions = session_factory(db)
+    with sessions() as session:
+        ids = store_records(session, label, [InputRecord(k, t) for k, t in texts.items()])
+        holder = start_run(session, schema, flow="batch_extract", source=label, engine="local",
+                           reasoning_model="m", formatting_model="m")  # fmt: skip
+        assert claim_records(session, holder, schema, ids, timedelta(seconds=2)) == ids
+        done = Outcome(ids[0], Verdict("ok", {"speaker": "Anna", "emotion": "happy", "reply": "x"}), 1)
+        save_outcomes(session, holder, schema, [done], QueuePolicy())
+    dies = threading.Event()
+
+    class DiesOnceWaitedFor(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "waiting" in record.getMessage():
+                waits.append(record.getMessage())
+                dies.set()
+
+    def beat() -> None:
+        while not dies.wait(0.3):
+            with sessions() as session:
+                heartbeat(session, holder)
+
+    waits: list[str] = []
+    watcher = logging.getLogger("formwork.flows.runner")
+    monkeypatch.setattr(watcher, "handlers", [*watcher.handlers, DiesOnceWaitedFor(logging.WARNING)])
+    beating = threading.Thread(target=beat, daemon=True)
+    beating.start()
+    command = ["run", str(source), "--schema", "chat_tag", "--db", db]
+    rerun = runner.invoke(app, command)
+    assert rerun.exit_code == 3, rerun.output
+    assert "nothing to do" not in rerun.output
+    assert f"2 records of this input have no result yet: run {holder} holds them until" in rerun.output
+    assert "--wait" in rerun.output
+
+    waited = runner.invoke(app, [*command, "--wait"])
+    dies.set()
+    beating.join()
+    assert waited.exit_code == 0, waited.output
+    assert f"for 2 records that run {holder} holds" in waits[0]
+    with sessions() as session:
+        results = {r.record_id: r.run_id for r in session.scalars(select(Result))}
+        called = set(session.scalars(select(ModelCall.record_id)))
+    assert set(results) == set(ids) and results[ids[0]] == holder  # all done; the holder's result stays
+    assert called == set(ids[1:])  # the two held records, processed once the holder had let go

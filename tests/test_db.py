@@ -38,7 +38,7 @@ EXPECTED_COLUMNS = {
         "schema_version": "int", "schema_hash": "str(64)", "schema_body": "json?", "engine": "str(40)",
         "reasoning_model": "str(200)", "formatting_model": "str(200)", "state": "str(20)",
         "confidence": "json?", "started_at": "timestamptz", "heartbeat_at": "timestamptz?",
-        "finished_at": "timestamptz?",
+        "finished_at": "timestamptz?", "worker": "str(100)?",
     },
     "model_calls": {
         "id": "int", "run_id": "int", "record_id": "int", "pass_name": "str(20)", "attempt": "int",

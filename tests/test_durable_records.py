@@ -26,9 +26,10 @@ from sqlalchemy import create_engine, select, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
+from formwork.db.keeping import OutageWindow, save_chunk
 from formwork.db.models import ModelCall, Record, RecordClaim, Result, RetryEntry, Run, RunResult
 from formwork.db.session import session_factory
-from formwork.db.store import QueuePolicy, save_chunk, start_run, store_records
+from formwork.db.store import QueuePolicy, start_run, store_records
 from formwork.db.writer import RecordWriter
 from formwork.schemas.registry import load_checked_schema
 from formwork.tasks.calls import Outcome
@@ -142,7 +143,7 @@ def test_the_writer_stores_each_record_within_its_window_not_at_the_end(db_url: 
 
     def save(outcomes: Any) -> None:
         groups.append([o.record_id for o in outcomes])
-        save_chunk(sessions, run_id, schema, outcomes, QueuePolicy())
+        save_chunk(sessions, run_id, schema, outcomes, QueuePolicy(), OutageWindow(10))
 
     with RecordWriter(save, window_s=0.2) as writer:
         writer.put(_outcome(ids[0]))

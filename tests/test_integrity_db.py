@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import select, text
 
 from formwork.db.claims import claim_records, heartbeat, mark_crashed
+from formwork.db.keeping import OutageWindow, save_chunk
 from formwork.db.models import ModelCall, Record, Result, Run
 from formwork.db.queries import result_rows, run_summary
 from formwork.db.session import reader_factory, session_factory
@@ -21,7 +22,6 @@ from formwork.db.store import (
     QueuePolicy,
     SchemaChanged,
     check_schema_body,
-    save_chunk,
     save_outcomes,
     start_run,
     store_records,
@@ -156,12 +156,28 @@ def test_a_chunk_whose_commit_fails_is_stored_record_by_record(postgres_db_url: 
         run = start_run(session, EXPENSE, **RUN)
     poisoned = _outcome(ids[1], "ok", data={"amount": float("nan")})
     save_chunk(sessions, run, EXPENSE, [_outcome(ids[0], "ok"), poisoned, _outcome(ids[2], "ok")],
-               QueuePolicy())  # fmt: skip
+               QueuePolicy(), OutageWindow(10))  # fmt: skip
     with sessions() as session:
         results = {r.record_id: r for r in session.scalars(select(Result))}
         assert results[ids[0]].status == results[ids[2]].status == "ok"
         assert results[ids[1]].status == "failed" and "could not store" in results[ids[1]].errors[0]
         assert session.scalar(select(ModelCall.id).where(ModelCall.record_id == ids[1])) is not None
+
+
+def test_a_group_written_again_after_its_commit_stores_nothing_twice(any_db_url: str) -> None:
+    """A connection that drops during COMMIT may lose the answer of a commit the server made: the write
+    is tried again (or a journal holding the group is replayed), and must not store its calls twice."""
+    sessions = session_factory(any_db_url)
+    with sessions() as session:
+        ids = _records(session, ["Taxi 20 EUR", "Lunch 12 USD"])
+        run = start_run(session, EXPENSE, **RUN)
+    save_chunk(sessions, run, EXPENSE, [_outcome(ids[0], "ok")], QueuePolicy(), OutageWindow(10))
+    group = [_outcome(ids[0], "ok"), _outcome(ids[1], "failed")]  # the first one committed already
+    save_chunk(sessions, run, EXPENSE, group, QueuePolicy(), OutageWindow(10), replay=True)
+    with sessions() as session:
+        calls = sorted(session.scalars(select(ModelCall.record_id)))
+        history = sorted(r["record"] for r in result_rows(session, run))
+    assert calls == ids and history == ["k0", "k1"]  # one call and one history row per record
 
 
 def test_a_reader_never_blocks_a_writer(db_url: str) -> None:

@@ -16,7 +16,6 @@ from formwork.db.models import Record, Result, RetryEntry
 from formwork.db.session import session_factory
 from formwork.db.store import text_digest
 from formwork.flows.batch_extract import batch_extract
-from formwork.flows.chunk import ChunkNotStarted, retry_can_help
 from formwork.flows.cli import app
 from formwork.flows.cli.common import resolve_db
 from formwork.flows.reprocess_failed import reprocess_failed
@@ -105,19 +104,6 @@ def test_secrets_never_reach_errors_flow_parameters_or_the_wire_unasked(tmp_path
     env = {**os.environ, "HOST": "0.0.0.0"}
     refused = subprocess.run(["bash", script, "some/model"], env=env, capture_output=True, text=True)
     assert refused.returncode == 2 and "VLLM_API_KEY" in refused.stderr
-
-
-def test_prefect_retries_a_chunk_only_before_any_model_call() -> None:
-    class State:
-        def __init__(self, exc: Exception) -> None:
-            self.exc = exc
-
-        def result(self) -> None:
-            raise self.exc
-
-    assert retry_can_help(None, None, State(ChunkNotStarted("database unreachable")))
-    assert not retry_can_help(None, None, State(EngineUnavailable("down")))
-    assert not retry_can_help(None, None, State(RuntimeError("anything after the model calls")))
 
 
 @pytest.fixture(scope="module")

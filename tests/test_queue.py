@@ -286,3 +286,30 @@ def test_two_worker_processes_claim_every_entry_exactly_once(
     with session_factory(any_db_url)() as session:  # the database agrees with what each worker was told
         owner = dict(session.execute(select(RetryEntry.id, RetryEntry.claimed_by)).all())
     assert all(owner[entry] == name for name, entries in claimed.items() for entry in entries)
+
+
+def test_a_killed_retry_run_gives_its_claims_back_when_it_is_marked_crashed(
+    session: Session, ids: list[int], any_db_url: str, local_engine
+) -> None:
+    """Issue 41 point 8: a `formwork retry` killed outright left its entries `claimed` for
+    `claim_timeout_s` (30 minutes), long after the next run had marked it crashed (its 1 s lease here).
+    A live worker's claim, even one under a reused name, is left alone."""
+    from formwork.db.claims import mark_crashed
+    from formwork.flows.runner import new_context
+    from formwork.tasks.settings import Settings
+
+    an_hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    for record_id in ids[:3]:
+        _fail(session, record_id, now=an_hour_ago)
+    settings = Settings(engine="local", calibration=False, run_lease_s=1)
+    engines = (local_engine, local_engine)
+    sessions = session_factory(any_db_url)
+    killed = claim_due(session, "host:111", 2)
+    new_context(sessions, settings, EXPENSE, engines, flow="reprocess_failed", source="expense.json",
+                worker="host:111")  # fmt: skip
+    time.sleep(1.2)  # then it was killed: no heartbeat, no `finally`
+    alive = claim_due(session, "host:111", 1)  # the same name again: a new worker that reuses the pid
+    assert mark_crashed(session, timedelta(seconds=1)) == 1  # what the next run does first
+    states = {e.id: (e.state, e.claimed_by) for e in list_entries(session)}
+    assert {states[c.entry_id] for c in killed} == {("waiting", None)}  # due again at once
+    assert states[alive[0].entry_id] == ("claimed", "host:111")

@@ -10,20 +10,32 @@ import json
 import sys
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from formwork.flows.cli.common import DbOption, Status, database_in_environment, err, fail, out, resolve_db
+from formwork.flows.cli.common import (
+    DbOption,
+    Status,
+    database_gone,
+    database_in_environment,
+    err,
+    fail,
+    out,
+    resolve_db,
+)
 from formwork.flows.cli.doctor import doctor
 from formwork.flows.cli.eval import eval_gold
 from formwork.flows.cli.models import models
 from formwork.flows.cli.queue import queue, requeue, retry
 from formwork.flows.cli.review import review
 from formwork.flows.cli.schemas import schemas
-from formwork.flows.prefect_env import apply_defaults, without_heartbeat
+from formwork.flows.prefect_env import apply_defaults, cli_flows, explained
+
+if TYPE_CHECKING:
+    from formwork.db.claims import Holders
 
 apply_defaults()
 
@@ -74,8 +86,20 @@ def run(
     updated_column: Annotated[
         str | None, typer.Option(help="database input: a last-changed column; nightly runs read rows past it")
     ] = None,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            help="records another run holds (one killed moments ago, or still working): wait "
+            "until it finishes them or its lease lapses, then process them"
+        ),
+    ] = False,
 ) -> None:
-    """Extract SCHEMA from every record of INPUT; show progress and a summary table."""
+    """Extract SCHEMA from every record of INPUT; show progress and a summary table.
+
+    Exits 3 when records are left without a result because another run holds them (see --wait)."""
+    from sqlalchemy.exc import OperationalError
+
+    from formwork.db.keeping import DatabaseUnavailable
     from formwork.db.store import SchemaChanged
     from formwork.flows.batch_extract import batch_extract
     from formwork.flows.progress import listening
@@ -94,37 +118,54 @@ def run(
         def advance(status: str) -> None:
             progress.update(bar, advance=1, description="extracting")
 
+        problems = (SchemaProblem, SchemaChanged, SourceProblem, EngineError, FileNotFoundError, ImportError)
+        gone = (DatabaseUnavailable, OperationalError)
         try:
             with (
                 listening(advance),
-                without_heartbeat(),
+                cli_flows(),
+                explained(*problems, *gone),
                 database_in_environment(resolve_db(db)),
                 source_in_environment(input) as source,
             ):
                 summary = batch_extract(
                     source, schema, limit=limit, chunk_size=chunk_size, follow_symlinks=follow_symlinks,
                     query=query, table=table, id_column=id_column, text_column=text_column,
-                    updated_column=updated_column,
+                    updated_column=updated_column, wait=wait,
                 )  # fmt: skip
-        except (
-            SchemaProblem,
-            SchemaChanged,
-            SourceProblem,
-            EngineError,
-            FileNotFoundError,
-            ImportError,
-        ) as exc:
+        except problems as exc:
             progress.stop()
             fail(str(exc))
+        except gone as exc:
+            progress.stop()
+            fail(database_gone(exc), code=1)
     table = Table(title=f"run {summary.run_id}: {summary.schema}, {summary.records} records, {summary.state}")
     table.add_column("what")
     table.add_column("count", justify="right")
     for what, count in summary.rows():
         table.add_row(what, count)
     out.print(table)
-    if summary.records == 0:
+    if summary.records == 0 and not summary.held.records:
         out.print("nothing to do: every record of this input already has a result for this schema version")
     out.print(f"results: formwork results --run {summary.run_id} [--status failed] [--format jsonl]")
+    if summary.held.records:
+        fail(_held_message(summary.held), code=3)
+
+
+def _held_message(held: Holders) -> str:
+    """Records another run holds: how many, who, until when, and what to do (never "nothing to do")."""
+    from formwork.db.models import utcnow
+
+    count = f"{held.records} records of this input have no result yet"
+    if held.until is None or held.until <= utcnow():
+        return f"{count} (another run held them; it has let go): run again to process them"
+    runs = ", ".join(str(run) for run in held.runs)
+    who = f"run {runs} holds them" if len(held.runs) == 1 else f"runs {runs} hold them"
+    return (
+        f"{count}: {who} until {held.until:%H:%M:%S} UTC (a run holds its records for run_lease_s after "
+        "its last heartbeat, so one killed moments ago still holds them). Run again after that, or with "
+        "--wait to wait for them and process them"
+    )
 
 
 @app.command()

@@ -59,7 +59,19 @@ def database_in_environment(url: str) -> AbstractContextManager[None]:
     return settings_in_environment({"db_url": url})
 
 
-def fail(message: str) -> NoReturn:
-    """Print what went wrong and what to do, and exit 2 (a usage or input problem, not a crash)."""
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print what went wrong and what to do, and exit `code`: 2 for a usage or input problem, 3 for
+    records left without a result because another run holds them, 1 for a database that could not be
+    reached (with what became of the run's work, not a traceback)."""
     err.print(f"[bold red]error:[/] {message}")
-    raise typer.Exit(2)
+    raise typer.Exit(code)
+
+
+def database_gone(exc: Exception) -> str:
+    """What to say when the database could not be reached: at the start (the driver's error), or in
+    the middle of a run (db.keeping says for how long and what became of the finished records)."""
+    from formwork.db.keeping import DatabaseUnavailable, reason
+
+    if isinstance(exc, DatabaseUnavailable):
+        return str(exc)
+    return f"the database could not be reached ({reason(exc)}): start it, or check --db / FORMWORK_DB_URL"

@@ -146,7 +146,7 @@ def eval_gold(
 ) -> None:
     """Run gold records through the pipeline, score them, store the scores, print tables, draw a chart."""
     from formwork.flows.evaluate import evaluate
-    from formwork.flows.prefect_env import without_heartbeat
+    from formwork.flows.prefect_env import cli_flows
     from formwork.schemas.registry import SchemaProblem
     from formwork.tasks.engines.base import EngineError
     from formwork.tasks.evaluation.gold import GoldProblem
@@ -160,7 +160,7 @@ def eval_gold(
     shown = ", ".join(map(str, gold))
     err.print(f"evaluating {shown} ({', '.join(modes or ['the configured mode'])}); this runs the model")
     try:
-        with without_heartbeat(), database_in_environment(resolve_db(db)):  # never a (stored) parameter
+        with cli_flows(), database_in_environment(resolve_db(db)):  # never a (stored) parameter
             reports = evaluate(
                 ",".join(map(str, gold)), schema, modes=modes, limit=limit, chart=str(chart),
                 calibrate=calibrate, target=target, verify=verify, half=half,  # type: ignore[arg-type]

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from formwork.flows.cli.common import (
     DbOption,
+    database_gone,
     database_in_environment,
     fail,
     out,
@@ -37,8 +38,10 @@ def retry(
 ) -> None:
     """Reprocess the due entries of the retry queue, optionally with other settings."""
     from pydantic import ValidationError
+    from sqlalchemy.exc import OperationalError
 
-    from formwork.flows.prefect_env import without_heartbeat
+    from formwork.db.keeping import DatabaseUnavailable
+    from formwork.flows.prefect_env import cli_flows, explained
     from formwork.flows.reprocess_failed import reprocess_failed, secret_overrides
     from formwork.tasks.settings import Settings
 
@@ -49,8 +52,17 @@ def retry(
         fail(f"a --set value is wrong: {exc}")
     hidden = secret_overrides(overrides)  # Prefect stores flow parameters: secrets go by environment
     shown = {k: v for k, v in overrides.items() if k not in hidden}
-    with without_heartbeat(), database_in_environment(resolve_db(db)), settings_in_environment(hidden):
-        summaries = reprocess_failed(limit=limit, overrides=shown)
+    gone = (DatabaseUnavailable, OperationalError)
+    try:
+        with (
+            cli_flows(),
+            explained(*gone),
+            database_in_environment(resolve_db(db)),
+            settings_in_environment(hidden),
+        ):
+            summaries = reprocess_failed(limit=limit, overrides=shown)
+    except gone as exc:
+        fail(database_gone(exc), code=1)
     if not summaries:
         out.print("nothing due in the retry queue")
     for summary in summaries:
