@@ -28,14 +28,14 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from formwork.db.calibrations import METHOD, export_calibration, statement
+from formwork.db.calibrations import export_calibration, statement, store_calibration
 from formwork.db.models import Calibration, EvalRun, ModelCall, Record, Run, RunResult
 from formwork.db.session import session_factory
 from formwork.db.store import store_records
 from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
 from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import Schema, load_checked_schema
-from formwork.tasks.confidence.certify import LEVEL, TARGET, lower_bound
+from formwork.tasks.confidence.certify import LEVEL, TARGET
 from formwork.tasks.evaluation.calibration import GoldRow, calibrate, field_targets
 from formwork.tasks.evaluation.certified import field_claims, field_counts
 from formwork.tasks.evaluation.gold import GoldRecord, Half, load_gold
@@ -107,21 +107,12 @@ def _calibrate(session: Session, key: CalibrationKey, run_id: int, golds: list[G
     """Fit the score and certify each field on these gold rows; store the calibration under `key`."""
     targets = {name: t if t != TARGET else target for name, t in field_targets(schema).items()}
     found = calibrate(schema, rows, targets, LEVEL)
-    kept = [c for c in found.claims.values() if c.certified]
-    pooled_kept, pooled_right = sum(c.kept for c in kept), sum(c.correct for c in kept)
-    row = Calibration(**key.as_dict(), method=METHOD, threshold=None, target=target, level=LEVEL,
-                      bound=found.row_bound, kept=found.ok_rows, correct=found.ok_right,
-                      values_bound=lower_bound(pooled_right, pooled_kept, LEVEL) if pooled_kept else None,
-                      values_kept=pooled_kept, values_correct=pooled_right,
-                      fields={name: claim.as_dict() for name, claim in found.claims.items()},
-                      score_model=found.model.as_dict(),
-                      gold_hash=_gold_hash(golds), gold_size=len(golds), run_id=run_id)  # fmt: skip
-    session.add(row)
-    session.flush()
+    row = store_calibration(session, key, found, target, gold_hash=_gold_hash(golds), gold_size=len(golds),
+                            run_id=run_id)  # fmt: skip
     values = sum(c.values for c in found.claims.values())
     return row, {"id": row.id, "fields": {name: c.sentence() for name, c in found.claims.items()},
                  "rows": found.row_sentence(target),
-                 "covered": f"{pooled_kept} of {values} gold values kept as certified"}  # fmt: skip
+                 "covered": f"{row.values_kept} of {values} gold values kept as certified"}  # fmt: skip
 
 
 def _verify(session: Session, run_id: int, schema: Schema, rows: list[GoldRow], report: dict[str, Any]

@@ -75,13 +75,16 @@ def new_context(
     with sessions() as session:
         crashed = mark_crashed(session, timeout)
         applied = None
-        if measuring:
-            options = replace(options, policy=Policy("measuring"))
-            applied = {"calibration": None, "guarantee": "measuring: nothing certified, nothing dropped"}
-        elif settings.calibration:
-            policy = policy_for(session, calibration_key(settings, schema, engines))
-            options = policy.applied_to(options)
-            applied = policy.applied
+        if measuring or settings.calibration:
+            key = calibration_key(settings, schema, engines)
+            if measuring:
+                options = replace(options, policy=Policy("measuring"))
+                applied = {"calibration": None, "guarantee": "measuring: nothing certified, nothing dropped"}
+            else:
+                policy = policy_for(session, key)
+                options = policy.applied_to(options)
+                applied = policy.applied
+            applied = applied | {"key": key.as_dict()}  # an audit of this run calibrates runs like it
         run_id = start_run(
             session,
             schema,
