@@ -104,8 +104,9 @@ def field_name(path: str) -> str:
     return INDEX.sub("[]", path)
 
 
-def _highlighted(text: str, evidence: list[dict[str, Any]], colour_of: dict[str, int]) -> str:
-    """The text with each span in <mark>; overlapping spans split into pieces that name every span."""
+def highlighted(text: str, evidence: list[dict[str, Any]], colour_of: dict[str, int]) -> str:
+    """The text, escaped, with each span in <mark>; overlapping spans split into pieces that name every
+    span (the audit page shows a record's evidence the same way)."""
     spans = [
         (max(0, s), min(len(text), e), f"e{i}s{j}", colour_of[field_name(row["path"])])
         for i, row in enumerate(evidence)
@@ -177,7 +178,7 @@ def _record(item: ReviewItem, colour_of: dict[str, int]) -> str:
         f'<header><span class="st {html.escape(item.status)}">{html.escape(item.status)}</span> '
         f"<b>{html.escape(item.key)}</b> <small>finish: reasoning {html.escape(str(item.reasoning_finish))}"
         f", formatting {html.escape(str(item.formatting_finish))}</small></header>"
-        f'<div class="cols"><div class="text">{_highlighted(item.text, item.evidence, colour_of)}</div>'
+        f'<div class="cols"><div class="text">{highlighted(item.text, item.evidence, colour_of)}</div>'
         f'<div class="json">{_json_pane(item, colour_of)}{_evidence_list(item)}</div></div>'
         f'{parts}<ul class="verdicts">{verdicts}</ul>{errors}'
         f"<details><summary>reasoning notes</summary><pre>{html.escape(item.notes)}</pre></details>"
@@ -217,13 +218,18 @@ document.getElementById('bar').addEventListener('change',update);
 """
 
 
+def colours(names: list[str]) -> tuple[dict[str, int], str]:
+    """Each field's colour number (class `f<n>`) and the CSS that paints them."""
+    hues = {i: (i * 137) % 360 for i in range(len(names))}  # golden-angle steps: neighbours differ
+    css = "".join(f".f{i}{{background:hsl({hue},85%,82%)}}" for i, hue in hues.items())
+    return {name: i for i, name in enumerate(names)}, css
+
+
 def render_review(items: list[ReviewItem], title: str) -> str:
     """The whole page as one string: inline CSS and JS, every text escaped."""
     names = sorted({field_name(r["path"]) for item in items for r in item.evidence})
     names += sorted({k for item in items for k in (item.data or {})} - set(names))
-    colour_of = {name: i for i, name in enumerate(names)}
-    hues = {i: (i * 137) % 360 for i in range(len(names))}  # golden-angle steps: neighbours differ
-    palette = "".join(f".f{i}{{background:hsl({hue},85%,82%)}}" for i, hue in hues.items())
+    colour_of, palette = colours(names)
     counts = {s: sum(item.status == s for item in items) for s in STATUSES}
     boxes = "".join(
         f'<label><input type="checkbox" class="status" value="{s}" checked> {s} ({counts[s]})</label> '

@@ -16,6 +16,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from formwork.flows.cli.audit import audit
 from formwork.flows.cli.common import DbOption, Status, database_in_environment, err, fail, out, resolve_db
 from formwork.flows.cli.doctor import doctor
 from formwork.flows.cli.eval import eval_gold
@@ -194,3 +195,4 @@ for command in (schemas, retry, queue, requeue, review, doctor):
     app.command()(command)
 app.command(name="eval")(eval_gold)
 app.add_typer(models, name="models")
+app.add_typer(audit, name="audit")
