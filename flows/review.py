@@ -22,7 +22,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from formwork.db.models import ModelCall, Record, Result
-from formwork.flows.verdicts import next_step, summary_line
+from formwork.flows.verdicts import field_verdicts, next_step, summary_line
 
 STATUSES = ("ok", "partial", "failed")
 INDEX = re.compile(r"\[\d+\]")
@@ -141,13 +141,21 @@ def _json_pane(item: ReviewItem, colour_of: dict[str, int]) -> str:
         nulled = ' <span class="bad">(nulled)</span>' if key in item.nulled else ""
         defaulted = ' <span class="def">(default)</span>' if kinds.get(key) == "default" else ""
         lines.append(f"<div><b{cls}>{html.escape(key)}</b>: {shown}{nulled}{defaulted}</div>")
+    if item.status == "failed" and lines:  # a failed row keeps nothing: its answer was never checked
+        lines.insert(0, '<div class="bad">unchecked answer of a failed row (not kept):</div>')
     return "".join(lines) or "<i>no JSON</i>"
 
 
 def _evidence_list(item: ReviewItem) -> str:
+    """Each value's evidence; ✓ only for a value the row keeps (a grounded value can still be dropped, or
+    stand in a failed row, which keeps nothing), ✗ and its verdict for the rest."""
+    fates = {v.path: v.kind for v in field_verdicts(item.row())[0]}
     rows = []
     for row in item.evidence:
-        grounded = bool(row.get("grounded"))
+        fate = fates.get(row["path"], "kept")  # an ungrounded value is dropped (flows.verdicts)
+        kept = bool(row.get("grounded")) and fate == "kept" and item.status != "failed"
+        shown = "" if kept else f" {fate if fate != 'kept' else 'in a failed row'}:"
+        mark, cls = ("✓", "ok") if kept else ("–", "def") if fate == "kept" else ("✗", "bad")
         value = html.escape(json.dumps(row.get("value"), ensure_ascii=False))
         extra = f", p={row['confidence']:.2f}" if row.get("confidence") is not None else ""
         if row.get("engine"):  # what the probability is: masked, renormalised, or none at all
@@ -155,7 +163,7 @@ def _evidence_list(item: ReviewItem) -> str:
         if row.get("part"):
             extra += f", part {row['part']}"
         rows.append(
-            f'<li class="{"ok" if grounded else "bad"}">{"✓" if grounded else "✗"} '
+            f'<li class="{cls}">{mark}{shown} '
             f"{html.escape(row['path'])} = {value}: {html.escape(str(row.get('kind')))} "
             f"{row.get('score', 0)}{extra}</li>"
         )
