@@ -137,6 +137,7 @@ def test_a_person_audits_50_records_by_keyboard_and_the_export_checks_and_calibr
     lines = {line.split("│")[1].strip(): line for line in checked.output.splitlines() if line.count("│") > 5}
     assert "too few to tell" in lines["who"]
     assert "broken" in lines["category"]  # one record in seven: a sure, wrong category
+    assert "-0.95 " not in lines["category"]  # a broken upper bound never prints as the 95% it missed
     said = " ".join(checked.output.split())
     assert "category is broken:" in said and "formwork audit calibrate FILE..." in said
     assert '"none in the text": the run said so' in said

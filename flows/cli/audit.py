@@ -70,6 +70,7 @@ def check(files: Files, db: DbOption = None) -> None:
     from formwork.db.audits import AuditProblem, read_audits
     from formwork.db.calibrations import statement
     from formwork.db.session import reader_factory
+    from formwork.tasks.confidence.policy import apart
     from formwork.tasks.evaluation.audit import check_audit
 
     with reader_factory(resolve_db(db))() as session:
@@ -90,8 +91,9 @@ def check(files: Files, db: DbOption = None) -> None:
     targets = applied[0].get("targets") or {}
     for claim in [*report.claims, report.rows]:
         right, total = report.read.get(claim.name, (None, None))
-        interval = f"{claim.lower:.2f}-{claim.upper:.2f}" if claim.kept else "-"
         target = targets.get(claim.name, applied[0].get("target", 0.95))
+        upper = apart(claim.upper, target) if claim.upper < target else f"{claim.upper:.2f}"  # never "0.95"
+        interval = f"{claim.lower:.2f}-{upper}" if claim.kept else "-"
         table.add_row(claim.name, f"{claim.correct}/{claim.kept}", interval, f"{target:.0%}",
                       _verdict(claim.verdict) if claim.kept else "none certified",
                       f"{right}/{total}" if total else "-")  # fmt: skip
