@@ -87,12 +87,13 @@ def calibration(key: CalibrationKey = KEY) -> Calibration:
                        gold_size=100)  # fmt: skip
 
 
-def store_run(db_url: str, records: int, key: CalibrationKey = KEY, first: int = 0,
-              wrong: bool = True) -> Stored:  # fmt: skip
-    """Store a finished run of `records` records (numbered from `first`) under `key`, calibrated."""
+def store_run(db_url: str, records: int, key: CalibrationKey = KEY, first: int = 0, wrong: bool = True,
+              calibrated: bool = True) -> Stored:  # fmt: skip
+    """Store a finished run of `records` records (numbered from `first`) under `key`, calibrated unless
+    `calibrated` is off (then under the conservative default, as a run no calibration covers)."""
     sessions = session_factory(db_url)
     with sessions() as session:
-        if policy_for(session, key).applied["calibration"] is None:
+        if calibrated and policy_for(session, key).applied["calibration"] is None:
             session.add(calibration(key))
             session.commit()
         applied = policy_for(session, key)

@@ -82,6 +82,20 @@ def _flip_who(row: dict, i: int) -> dict:
     return {**row, "gold": {**row["gold"], "who": "Someone Else"}} if flip else row
 
 
+def test_audit_check_of_a_run_no_calibration_covered_says_there_is_nothing_to_check(
+    db_url: str, tmp_path: Path
+) -> None:
+    stored = store_run(db_url, 30, calibrated=False)
+    path = str(_write(tmp_path / "a.jsonl", export(db_url, stored)))
+    checked = runner.invoke(app, ["audit", "check", path, "--db", db_url])
+    table, said = _table(checked.output), _words(checked.output)
+    assert checked.exit_code == 0, checked.output
+    assert all(table[name][:4] == ["0/0", "-", "95%", "none certified"] for name in EXPENSE.properties)
+    assert table["who"][4] == "30/30" and table["category"][4] == "26/30"  # read right, certified or not
+    assert "the run applied uncalibrated: none: no calibration for expense@v3" in said
+    assert "verdict: nothing to check: the run applied no calibration" in said and "broken" not in said
+
+
 def test_audit_check_counts_none_in_the_text_both_ways(db_url: str, tmp_path: Path) -> None:
     stored = store_run(db_url, 30, wrong=False)
     rows = export(db_url, stored)

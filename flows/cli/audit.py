@@ -8,15 +8,22 @@ import hashlib
 import json
 import secrets
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from formwork.flows.cli.common import DbOption, err, fail, out, resolve_db
+from formwork.tasks.confidence.certify import TARGET
+
+if TYPE_CHECKING:
+    from formwork.tasks.evaluation.audit import AuditReport
 
 audit = typer.Typer(
-    help="Audit a random sample of a run's records in the browser; check and calibrate on the answers.",
+    help="Audit a random sample of a run's records: `formwork audit --run N --out audit.html` writes the "
+    "page (mark each field right or wrong, export); `check` and `calibrate` read its export.",
     invoke_without_command=True,
 )
 Files = Annotated[list[Path], typer.Argument(help="audit files exported by the page (audit-run-N.jsonl)")]
@@ -60,8 +67,37 @@ def page(
               f"each field, export, then `formwork audit check audit-run-{run_id}.jsonl`")  # fmt: skip
 
 
-def _verdict(text: str) -> str:
-    return {"too few rows to tell": "too few to tell"}.get(text, text)
+def _claims_table(report: AuditReport, applied: dict[str, Any]) -> Table:
+    """Per field and for ok rows: right of kept as certified, the interval, the target and the verdict;
+    and how many of every value read were right."""
+    from formwork.tasks.confidence.policy import apart
+
+    table = Table(title="values kept as certified, against your answers")
+    for column in ("field", "right", "interval", "target", "verdict", "read right"):
+        table.add_column(column, justify="left" if column in ("field", "verdict") else "right")
+    targets = applied.get("targets") or {}
+    for claim in [*report.claims, report.rows]:
+        right, total = report.read.get(claim.name, (None, None))
+        target = targets.get(claim.name, applied.get("target", TARGET))
+        upper = apart(claim.upper, target) if claim.upper < target else f"{claim.upper:.2f}"  # never "0.95"
+        interval = f"{claim.lower:.2f}-{upper}" if claim.kept else "-"
+        unkept = "none certified" if total else "no ok rows"
+        verdict = claim.verdict.replace("rows ", "") if claim.kept else unkept
+        table.add_row(escape(claim.name), f"{claim.correct}/{claim.kept}", interval, f"{target:.0%}", verdict,
+                      f"{right}/{total}" if total else "-")  # fmt: skip
+    return table
+
+
+def _closing(report: AuditReport, applied: dict[str, Any]) -> str:
+    """The verdict in a sentence, and what the numbers above count."""
+    if not applied.get("calibration"):
+        return ("verdict: nothing to check: the run applied no calibration, so it certified no value and "
+                "stated no bound; 'read right' counts how often the values it read were right. `formwork "
+                f"audit calibrate FILE...` on {report.needed} or more audited records measures a "
+                "calibration on them.")  # fmt: skip
+    return (f"verdict: {report.verdict.replace('rows ', '')} (over the fields; ok rows are measured beside). "
+            f"A field's claim is put to the test by {report.needed} certified values; 'read right' counts "
+            "every value the run read, certified or not.")  # fmt: skip
 
 
 @audit.command()
@@ -70,7 +106,6 @@ def check(files: Files, db: DbOption = None) -> None:
     from formwork.db.audits import AuditProblem, read_audits
     from formwork.db.calibrations import statement
     from formwork.db.session import reader_factory
-    from formwork.tasks.confidence.policy import apart
     from formwork.tasks.evaluation.audit import check_audit
 
     with reader_factory(resolve_db(db))() as session:
@@ -83,27 +118,14 @@ def check(files: Files, db: DbOption = None) -> None:
         fail("these runs applied different calibrations: check one run's audit at a time")
     report = check_audit(found.schema, found.rows, applied[0])
     runs = ", ".join(str(run.id) for run in found.runs)
-    out.print(f"audit of run {runs}: {report.records} records of {found.schema.label}", highlight=False)
-    out.print(f"the run applied {statement(applied[0]) if applied[0] else 'no calibration'}", highlight=False)
-    table = Table(title="values kept as certified, against your answers")
-    for column in ("field", "right", "interval", "target", "verdict", "read right"):
-        table.add_column(column, justify="left" if column in ("field", "verdict") else "right")
-    targets = applied[0].get("targets") or {}
-    for claim in [*report.claims, report.rows]:
-        right, total = report.read.get(claim.name, (None, None))
-        target = targets.get(claim.name, applied[0].get("target", 0.95))
-        upper = apart(claim.upper, target) if claim.upper < target else f"{claim.upper:.2f}"  # never "0.95"
-        interval = f"{claim.lower:.2f}-{upper}" if claim.kept else "-"
-        table.add_row(claim.name, f"{claim.correct}/{claim.kept}", interval, f"{target:.0%}",
-                      _verdict(claim.verdict) if claim.kept else "none certified",
-                      f"{right}/{total}" if total else "-")  # fmt: skip
-    out.print(table)
-    out.print(report.none.sentence(), highlight=False)
+    said = statement(applied[0]) if applied[0] else "no calibration"
+    out.print(f"audit of run {runs}: {report.records} records of {found.schema.label}", markup=False)
+    out.print(f"the run applied {said}", markup=False, highlight=False)
+    out.print(_claims_table(report, applied[0]))
+    out.print(report.none.sentence(), markup=False, highlight=False)
     for sentence in report.broken(applied[0]):
-        out.print(f"[red]{sentence}[/]", highlight=False)
-    out.print(f"verdict: {_verdict(report.verdict)} (over the fields; ok rows are measured beside). A "
-              f"field's claim is put to the test by {report.needed} certified values; 'read right' counts "
-              "every value the run read, certified or not.", highlight=False)  # fmt: skip
+        out.print(Text(sentence, style="red"))
+    out.print(_closing(report, applied[0]), markup=False, highlight=False)
 
 
 def _short_of(audited: int, least: int, target: float, level: float, fields: int) -> str:
@@ -137,7 +159,7 @@ def calibrate(
     from formwork.db.audits import AuditProblem, read_audits, run_key
     from formwork.db.calibrations import AUDIT, policy_for, statement, store_calibration
     from formwork.db.session import session_factory
-    from formwork.tasks.confidence.certify import LEVEL, TARGET
+    from formwork.tasks.confidence.certify import LEVEL
     from formwork.tasks.evaluation.audit import needed
     from formwork.tasks.evaluation.calibration import calibrate as fit_and_certify
     from formwork.tasks.evaluation.calibration import field_targets
