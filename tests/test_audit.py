@@ -62,6 +62,7 @@ def test_audit_check_on_a_damaged_export_reports_the_bound_broken(any_db_url: st
     table = _table(checked.output)
     assert all(table[name][3] == "too few to tell" for name in EXPENSE.properties), checked.output
     assert "broken" not in checked.output and "verdict: too few to tell" in _words(checked.output)
+    assert "audit of run 1: 60 records of expense@v3 (seed 0)" in checked.output
 
     flipped = [_flip_who(row, i) for i, row in enumerate(clean)]
     damaged = runner.invoke(app, ["audit", "check", str(_write(tmp_path / "damaged.jsonl", flipped)), "--db",

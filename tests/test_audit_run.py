@@ -52,7 +52,7 @@ def test_a_run_applies_the_calibration_audited_on_its_own_records(
     export.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
     checked = runner.invoke(app, ["audit", "check", str(export), "--db", db])
-    assert checked.exit_code == 0 and "audit of run 1: 2 records of expense@v3" in checked.output
+    assert checked.exit_code == 0 and "audit of run 1: 2 records of expense@v3 (seed 5)" in checked.output
     calibrated = runner.invoke(app, ["audit", "calibrate", str(export), "--db", db])
     assert calibrated.exit_code == 0, calibrated.output
     assert "0 of 6 fields certified" in calibrated.output  # two records certify nothing, and it says so

@@ -119,7 +119,9 @@ def check(files: Files, db: DbOption = None) -> None:
     report = check_audit(found.schema, found.rows, applied[0])
     runs = ", ".join(str(run.id) for run in found.runs)
     said = statement(applied[0]) if applied[0] else "no calibration"
-    out.print(f"audit of run {runs}: {report.records} records of {found.schema.label}", markup=False)
+    seeds = ", ".join(str(s) for s in found.seeds)
+    out.print(f"audit of run {runs}: {report.records} records of {found.schema.label} (seed {seeds})",
+              markup=False, highlight=False)  # fmt: skip
     out.print(f"the run applied {said}", markup=False, highlight=False)
     out.print(_claims_table(report, applied[0]))
     out.print(report.none.sentence(), markup=False, highlight=False)

@@ -28,7 +28,7 @@ from formwork.schemas.paths import node_at, parse_path
 from formwork.schemas.registry import Schema
 from formwork.tasks.confidence.certify import LEVEL, TARGET, field_level, values_needed
 from formwork.tasks.evaluation.calibration import GoldRow, gold_at, schema_fields
-from formwork.tasks.evaluation.certified import FieldCount, field_claims, field_counts, kept_value
+from formwork.tasks.evaluation.certified import field_claims, field_counts, kept_value
 from formwork.tasks.evaluation.scoring import compare
 from formwork.tasks.evaluation.verification import Claim, check, verify
 
@@ -69,10 +69,12 @@ class NoneCounts:
     absent_found: int = 0  # of those, the run read null
 
     def sentence(self) -> str:
-        said = f"{self.said_right} of {self.said}" if self.said else "never"
-        found = f"{self.absent_found} of {self.absent}" if self.absent else "no value"
-        return (f'"none in the text": the run said so {self.said} times and was right {said}; '
-                f"the text had none for {self.absent} values and the run said so for {found}")  # fmt: skip
+        said = (f"the run said so {self.said} times and was right {self.said_right} of {self.said}"
+                if self.said else "the run never said so")  # fmt: skip
+        found = f"{self.absent_found} of {self.absent}"
+        absent = (f"the text had none for {self.absent} values and the run said so for {found}" if self.absent
+                  else "the text had a value for every field audited")  # fmt: skip
+        return f'"none in the text": {said}; {absent}'
 
 
 @dataclass
@@ -83,7 +85,6 @@ class AuditReport:
     claims: list[Claim]
     rows: Claim
     verdict: str
-    counts: dict[str, FieldCount]
     read: dict[str, tuple[int, int]]  # per field: (values read right, values), certified or not
     none: NoneCounts = field(default_factory=NoneCounts)
     needed: int = 0
@@ -139,5 +140,4 @@ def check_audit(schema: Schema, rows: Sequence[Audited], applied: dict[str, Any]
     rows_claim = check("ok rows", sum(_row_right(schema, row) for row in ok), len(ok), target, level)
     read, nones = _read_counts(schema, rows)
     verdict = verify(claims, rows_claim)["verdict"]
-    return AuditReport(len(rows), claims, rows_claim, verdict, counts, read, nones,
-                       needed(schema, target, level))  # fmt: skip
+    return AuditReport(len(rows), claims, rows_claim, verdict, read, nones, needed(schema, target, level))
