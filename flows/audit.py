@@ -82,9 +82,9 @@ def shown_field(row: StoredRow, name: str) -> Shown:
     if all(e.get("certified") for e in entries):
         return Shown(name, value, "certified", "certified")
     why = next((e.get("why") for e in entries if not e.get("certified") and e.get("why")), "")
-    if value is None:
-        return Shown(name, value, "unsure", f"null, not certified{f': {why}' if why else ''}")
-    return Shown(name, value, "kept", f"kept, not certified{f': {why}' if why else ''}")
+    if any(e.get("dropped") for e in entries):  # a null the policy did not keep: the field is unsure
+        return Shown(name, value, "unsure", f"null, unsure{f': {why}' if why else ''}")
+    return Shown(name, value, "kept", why if why.startswith("kept") else f"kept, not certified: {why}")
 
 
 MARKS = {"certified": "✓", "dropped": "✗", "failed": "✗", "kept": "·", "unsure": "?", "none": "·"}
@@ -171,7 +171,7 @@ def render_audit(run_id: int, schema: Schema, rows: list[StoredRow], seed: int, 
     title = f"Audit of run {run_id}"
     said = statement(applied) if applied else "no calibration (it ran with `calibration = false`)"
     note = _note(run_id, schema, len(rows), applied)
-    footer = f"<footer><p>This run applied {html.escape(said)}.</p>{note}</footer>"
+    footer = f"<footer><p>The run's calibration: {html.escape(said)}.</p>{note}</footer>"
     strip = "".join(f'<button class="box" tabindex="-1">{i + 1}</button>' for i in range(len(rows)))
     bar = (
         f'<div id="bar"><div><b>{html.escape(title)}</b> · {html.escape(schema.label)} · {len(rows)} of {of} '
