@@ -5,7 +5,9 @@ formatting model and its file, engine kind, mode, grounded decoding, reasoning m
 sampling, the pipeline's version), so a run looks up exactly that match, in this order: the newest
 matching calibration in its database (made on the user's own gold, or audited on the user's own
 records, so it overrides the rest), else a calibration shipped with the package for that key, else
-the conservative default (tasks.confidence.policy: no row is `ok`). A calibration is a score model
+the conservative default (tasks.confidence.policy: no row is `ok`). One made from a person's audit of
+a run (`formwork audit calibrate`) says so: "calibrated on 50 of your own records on DATE". A
+calibration is a score model
 and one claim per field; a run applies each field's threshold to its values' scores, and its summary
 states each field's guarantee in one sentence. One made by an older build (another pipeline version),
 with other sampling, or before per-value calibrations existed matches no run, and the summary says
@@ -26,13 +28,15 @@ from sqlalchemy.orm import Session
 
 from formwork.db.models import Calibration
 from formwork.tasks.calls import ExtractOptions
-from formwork.tasks.confidence.certify import FieldClaim
+from formwork.tasks.confidence.certify import FieldClaim, lower_bound
 from formwork.tasks.confidence.policy import UNCALIBRATED, Policy
 from formwork.tasks.confidence.score import ScoreModel
+from formwork.tasks.evaluation.calibration import Calibrated
 from formwork.tasks.evaluation.key import CalibrationKey
 from formwork.tasks.evaluation.shipped import FIELDS, find_shipped
 
 METHOD = "per-value"
+AUDIT = "audit"  # a calibration's source when its gold is a person's audit of a run's own records
 KEY_FIELDS = tuple(CalibrationKey.__dataclass_fields__)
 
 
@@ -111,15 +115,39 @@ def _calibrated(found: Calibration, label: int | str | None) -> Applied:
     """A calibration's policy; its sentences say per field what is guaranteed, in words."""
     claims = {name: FieldClaim.from_dict(claim) for name, claim in (found.fields or {}).items()}
     when = f", measured {found.created_at:%Y-%m-%d}" if found.created_at else ""
-    certified = [c for c in claims.values() if c.certified]
-    guarantee = (f"{len(certified)} of {len(claims)} fields certified on {found.gold_size} gold records "
-                 f"(target {found.target:.0%} per field, all fields together at {found.level:.0%} "
-                 f"confidence{when}), for records like those")  # fmt: skip
+    certified = f"{sum(c.certified for c in claims.values())} of {len(claims)} fields certified"
+    terms = f"target {found.target:.0%} per field, all fields together at {found.level:.0%} confidence"
+    if found.source == AUDIT:
+        audited = f" on {found.created_at:%Y-%m-%d}" if found.created_at else ""
+        guarantee = (f"calibrated on {found.gold_size} of your own records{audited}: {certified} "
+                     f"({terms}), for records like those")  # fmt: skip
+    else:
+        guarantee = f"{certified} on {found.gold_size} gold records ({terms}{when}), for records like those"
     applied = {"calibration": label, "guarantee": guarantee, "target": found.target, "level": found.level,
                "fields": {name: claim.sentence() for name, claim in claims.items()},
                "targets": {name: claim.target for name, claim in claims.items()},
                "rows": found.bound, "gold_size": found.gold_size}  # fmt: skip
     return Applied(Policy("calibrated", ScoreModel.from_dict(found.score_model or {}), claims), applied)
+
+
+def store_calibration(session: Session, key: CalibrationKey, found: Calibrated, target: float, *,
+                      gold_hash: str, gold_size: int, run_id: int | None, source: str | None = None
+                      ) -> Calibration:  # fmt: skip
+    """Store what `tasks.evaluation.calibration.calibrate` found, for `key` (flushed, not committed):
+    eval's calibrations (`source` None: a gold set) and audits' (`AUDIT`) are the same kind of row."""
+    kept = [c for c in found.claims.values() if c.certified]
+    pooled_kept, pooled_right = sum(c.kept for c in kept), sum(c.correct for c in kept)
+    pooled = lower_bound(pooled_right, pooled_kept, found.level) if pooled_kept else None
+    row = Calibration(**key.as_dict(), method=METHOD, threshold=None, target=target, level=found.level,
+                      bound=found.row_bound, kept=found.ok_rows, correct=found.ok_right,
+                      values_bound=pooled,
+                      values_kept=pooled_kept, values_correct=pooled_right,
+                      fields={name: claim.as_dict() for name, claim in found.claims.items()},
+                      score_model=found.model.as_dict(), gold_hash=gold_hash, gold_size=gold_size,
+                      run_id=run_id, source=source)  # fmt: skip
+    session.add(row)
+    session.flush()
+    return row
 
 
 def statement(applied: dict[str, Any]) -> str:

@@ -273,5 +273,7 @@ class Calibration(Base):
     fields: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     gold_hash: Mapped[str] = mapped_column(String(64))
     gold_size: Mapped[int] = mapped_column(Integer)
+    # where the gold came from: None, a gold set (eval); "audit": a person's audit of a run's own records
+    source: Mapped[str | None] = mapped_column(String(20))
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -177,7 +177,9 @@ def result_rows(
                 "attempts": result.attempts,
                 "errors": result.errors,
                 "nulled": result.nulled,
-                "data": result.data,
+                # a failed row's answer was never checked: not its data (issue 44), but kept apart
+                "data": None if result.status == "failed" else result.data,
+                "unchecked": result.data if result.status == "failed" else None,
                 "evidence": result.evidence,
             }
         )

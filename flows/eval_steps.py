@@ -17,10 +17,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from formwork.db.calibrations import METHOD, export_calibration
-from formwork.db.models import Calibration, ModelCall, Record, Run, RunResult
+from formwork.db.calibrations import export_calibration, store_calibration
+from formwork.db.models import ModelCall, Record, Run, RunResult
 from formwork.schemas.registry import Schema
-from formwork.tasks.confidence.certify import LEVEL, TARGET, lower_bound
+from formwork.tasks.confidence.certify import LEVEL, TARGET
 from formwork.tasks.evaluation.calibration import GoldRow, calibrate, field_targets
 from formwork.tasks.evaluation.certified import FieldCount, field_claims, field_counts
 from formwork.tasks.evaluation.gold import GoldRecord
@@ -86,7 +86,7 @@ def gold_hash(golds: list[GoldRecord]) -> str:
     return hashlib.sha256(json.dumps(rows, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def store_calibration(
+def calibrated(
     session: Session, key: CalibrationKey, run_id: int, golds: list[GoldRecord], schema: Schema,
     rows: list[GoldRow], target: float, export: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
@@ -94,21 +94,12 @@ def store_calibration(
     write it into the folder `export` as a file to ship, if given."""
     targets = {name: t if t != TARGET else target for name, t in field_targets(schema).items()}
     found = calibrate(schema, rows, targets, LEVEL)
-    kept = [c for c in found.claims.values() if c.certified]
-    pooled_kept, pooled_right = sum(c.kept for c in kept), sum(c.correct for c in kept)
-    row = Calibration(**key.as_dict(), method=METHOD, threshold=None, target=target, level=LEVEL,
-                      bound=found.row_bound, kept=found.ok_rows, correct=found.ok_right,
-                      values_bound=lower_bound(pooled_right, pooled_kept, LEVEL) if pooled_kept else None,
-                      values_kept=pooled_kept, values_correct=pooled_right,
-                      fields={name: claim.as_dict() for name, claim in found.claims.items()},
-                      score_model=found.model.as_dict(),
-                      gold_hash=gold_hash(golds), gold_size=len(golds), run_id=run_id)  # fmt: skip
-    session.add(row)
-    session.flush()
+    row = store_calibration(session, key, found, target, gold_hash=gold_hash(golds), gold_size=len(golds),
+                            run_id=run_id)  # fmt: skip
     values = sum(c.values for c in found.claims.values())
     said = {"id": row.id, "fields": {name: c.sentence() for name, c in found.claims.items()},
-            "rows": found.row_sentence(target), "covered": f"{pooled_kept} of {values} gold values kept as "
-            "certified"}  # fmt: skip
+            "rows": found.row_sentence(target),
+            "covered": f"{row.values_kept} of {values} gold values kept as certified"}  # fmt: skip
     if export:
         folder = Path(export)
         folder.mkdir(parents=True, exist_ok=True)

@@ -26,16 +26,15 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from formwork.db.calibrations import export_calibration, policy_for, statement
+from formwork.db.calibrations import policy_for, statement
 from formwork.db.models import Calibration, EvalRun, Record, Run, RunResult
 from formwork.db.session import session_factory
 from formwork.db.store import store_records
 from formwork.flows.eval_steps import (
+    calibrated,
     certified_report,
     costs,
-    export_path,
     score_run,
-    store_calibration,
     verified,
 )
 from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
@@ -124,7 +123,7 @@ def _from_run(
     report, rows = score_run(session, chosen, run_id, golds, run.source)
     report |= costs(session, run_id, len(golds), mode)
     if calibrate:
-        report["calibrated"] = store_calibration(session, key, run_id, golds, chosen, rows, target, export)
+        report["calibrated"] = calibrated(session, key, run_id, golds, chosen, rows, target, export)
     if verify:
         applied = policy_for(session, key)
         policy = applied.policy
@@ -195,14 +194,8 @@ def evaluate(
                 report |= costs(session, context.run_id, len(golds), mode)
                 report["half"] = half
                 if calibrate:
-                    row, report["calibrated"] = store_calibration(session, key, context.run_id, golds, chosen,
-                                                                  rows, target)  # fmt: skip
-                    if export:
-                        folder = Path(export)
-                        folder.mkdir(parents=True, exist_ok=True)
-                        report["calibrated"]["exported"] = str(
-                            export_calibration(row, export_path(folder, key))
-                        )
+                    report["calibrated"] = calibrated(session, key, context.run_id, golds, chosen, rows,
+                                                      target, export)  # fmt: skip
                 if verify:
                     run = session.get(Run, context.run_id)
                     applied = (run.confidence if run else None) or {}

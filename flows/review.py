@@ -22,7 +22,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from formwork.db.models import ModelCall, Record, Result
-from formwork.flows.verdicts import next_step, summary_line
+from formwork.flows.verdicts import field_verdicts, next_step, summary_line
 
 STATUSES = ("ok", "partial", "failed")
 INDEX = re.compile(r"\[\d+\]")
@@ -104,8 +104,9 @@ def field_name(path: str) -> str:
     return INDEX.sub("[]", path)
 
 
-def _highlighted(text: str, evidence: list[dict[str, Any]], colour_of: dict[str, int]) -> str:
-    """The text with each span in <mark>; overlapping spans split into pieces that name every span."""
+def highlighted(text: str, evidence: list[dict[str, Any]], colour_of: dict[str, int]) -> str:
+    """The text, escaped, with each span in <mark>; overlapping spans split into pieces that name every
+    span (the audit page shows a record's evidence the same way)."""
     spans = [
         (max(0, s), min(len(text), e), f"e{i}s{j}", colour_of[field_name(row["path"])])
         for i, row in enumerate(evidence)
@@ -140,13 +141,21 @@ def _json_pane(item: ReviewItem, colour_of: dict[str, int]) -> str:
         nulled = ' <span class="bad">(nulled)</span>' if key in item.nulled else ""
         defaulted = ' <span class="def">(default)</span>' if kinds.get(key) == "default" else ""
         lines.append(f"<div><b{cls}>{html.escape(key)}</b>: {shown}{nulled}{defaulted}</div>")
+    if item.status == "failed" and lines:  # a failed row keeps nothing: its answer was never checked
+        lines.insert(0, '<div class="bad">unchecked answer of a failed row (not kept):</div>')
     return "".join(lines) or "<i>no JSON</i>"
 
 
 def _evidence_list(item: ReviewItem) -> str:
+    """Each value's evidence; ✓ only for a value the row keeps (a grounded value can still be dropped, or
+    stand in a failed row, which keeps nothing), ✗ and its verdict for the rest."""
+    fates = {v.path: v.kind for v in field_verdicts(item.row())[0]}
     rows = []
     for row in item.evidence:
-        grounded = bool(row.get("grounded"))
+        fate = fates.get(row["path"], "kept")  # an ungrounded value is dropped (flows.verdicts)
+        kept = bool(row.get("grounded")) and fate == "kept" and item.status != "failed"
+        shown = "" if kept else f" {fate if fate != 'kept' else 'in a failed row'}:"
+        mark, cls = ("✓", "ok") if kept else ("–", "def") if fate == "kept" else ("✗", "bad")
         value = html.escape(json.dumps(row.get("value"), ensure_ascii=False))
         extra = f", p={row['confidence']:.2f}" if row.get("confidence") is not None else ""
         if row.get("engine"):  # what the probability is: masked, renormalised, or none at all
@@ -154,7 +163,7 @@ def _evidence_list(item: ReviewItem) -> str:
         if row.get("part"):
             extra += f", part {row['part']}"
         rows.append(
-            f'<li class="{"ok" if grounded else "bad"}">{"✓" if grounded else "✗"} '
+            f'<li class="{cls}">{mark}{shown} '
             f"{html.escape(row['path'])} = {value}: {html.escape(str(row.get('kind')))} "
             f"{row.get('score', 0)}{extra}</li>"
         )
@@ -177,7 +186,7 @@ def _record(item: ReviewItem, colour_of: dict[str, int]) -> str:
         f'<header><span class="st {html.escape(item.status)}">{html.escape(item.status)}</span> '
         f"<b>{html.escape(item.key)}</b> <small>finish: reasoning {html.escape(str(item.reasoning_finish))}"
         f", formatting {html.escape(str(item.formatting_finish))}</small></header>"
-        f'<div class="cols"><div class="text">{_highlighted(item.text, item.evidence, colour_of)}</div>'
+        f'<div class="cols"><div class="text">{highlighted(item.text, item.evidence, colour_of)}</div>'
         f'<div class="json">{_json_pane(item, colour_of)}{_evidence_list(item)}</div></div>'
         f'{parts}<ul class="verdicts">{verdicts}</ul>{errors}'
         f"<details><summary>reasoning notes</summary><pre>{html.escape(item.notes)}</pre></details>"
@@ -217,13 +226,18 @@ document.getElementById('bar').addEventListener('change',update);
 """
 
 
+def colours(names: list[str]) -> tuple[dict[str, int], str]:
+    """Each field's colour number (class `f<n>`) and the CSS that paints them."""
+    hues = {i: (i * 137) % 360 for i in range(len(names))}  # golden-angle steps: neighbours differ
+    css = "".join(f".f{i}{{background:hsl({hue},85%,82%)}}" for i, hue in hues.items())
+    return {name: i for i, name in enumerate(names)}, css
+
+
 def render_review(items: list[ReviewItem], title: str) -> str:
     """The whole page as one string: inline CSS and JS, every text escaped."""
     names = sorted({field_name(r["path"]) for item in items for r in item.evidence})
     names += sorted({k for item in items for k in (item.data or {})} - set(names))
-    colour_of = {name: i for i, name in enumerate(names)}
-    hues = {i: (i * 137) % 360 for i in range(len(names))}  # golden-angle steps: neighbours differ
-    palette = "".join(f".f{i}{{background:hsl({hue},85%,82%)}}" for i, hue in hues.items())
+    colour_of, palette = colours(names)
     counts = {s: sum(item.status == s for item in items) for s in STATUSES}
     boxes = "".join(
         f'<label><input type="checkbox" class="status" value="{s}" checked> {s} ({counts[s]})</label> '

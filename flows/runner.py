@@ -89,7 +89,7 @@ def new_context(
                 policy = policy_for(session, key)
                 options = policy.applied_to(options)
                 applied = policy.applied
-            applied = applied | {"key": key.as_dict()}  # what a calibration from these rows would be for
+            applied = applied | {"key": key.as_dict()}  # what rows like these calibrate (eval, audit)
         run_id = start_run(
             session,
             schema,

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from formwork.tasks.confidence.policy import apart
+
 Kind = Literal["kept", "dropped", "refused", "unsure"]
 Hint = Literal["calibrate", "bound", "text", "logprobs", "reasoning_tokens", "format_tokens", ""]
 
@@ -52,9 +54,23 @@ _PATH = r"(?P<path>[^\s:]+)"
 _VALUE = _PATH + " .*"  # the judge's own form: the path, the value, then what is wrong with it
 _CHECK = _PATH + ": .*"  # jsonschema's and the semantic checks' form: `path: message`
 _BELOW = r"\(probability (?P<p>[\d.]+), below (?P<bound>[\d.]+)\)"
+_UNSURE = r"unsure \((?P<what>score|p) (?P<p>[\d.]+) < (?P<bound>[\d.]+)\)"  # tasks.decide's why
 # (pattern, kind, words with the pattern's groups, hint); the first match wins, so the null forms come
 # before the value forms and jsonschema's generic `path: message` comes last.
 SENTENCES: list[tuple[str, Kind, str, Hint]] = [
+    # tasks.decide: a value or null its run's policy did not certify, and why (tasks.confidence.policy)
+    (rf"{_PATH} null is unsure: {_UNSURE}", "unsure", "null, {what} {p} < {bound}", "bound"),
+    (rf"{_PATH} null is unsure: its field is not certified", "unsure", "null, field not certified",
+     "calibrate"),
+    (rf"{_PATH} null is unsure: no calibration covers", "unsure", "null, no calibration", "calibrate"),
+    (rf"{_PATH} null is unsure: (?P<why>[^;]{{1,50}})", "unsure", "null, {why}", ""),
+    (rf"{_VALUE} dropped: {_UNSURE}", "dropped", "{what} {p} < {bound}", "bound"),
+    (rf"{_VALUE} dropped: its field is not certified", "dropped", "field not certified", "calibrate"),
+    (rf"{_VALUE} dropped: no calibration covers this choice", "dropped", "no calibration for this choice",
+     "calibrate"),
+    (rf"{_VALUE} dropped: no probability", "dropped", "no probability", "logprobs"),
+    (rf"{_VALUE} dropped: (?P<why>.{{1,50}})$", "dropped", "{why}", ""),
+    # tasks.confidence.bounds and tasks.validate
     (rf"{_PATH} null is unsure {_BELOW}", "unsure", "null, p {p} < {bound}", "bound"),
     (rf"{_PATH} null is a choice no calibration covers", "unsure", "null, no calibration", "calibrate"),
     (rf"{_PATH} null has no probability to hold to", "unsure", "null, no probability", "logprobs"),
@@ -82,6 +98,7 @@ ROW_SENTENCES: list[tuple[str, str, Hint]] = [
     (r"no JSON came back", "no JSON came back", "format_tokens"),
     (r"(?:note: )?the text was cut to (?P<n>\d+)", "text cut to {n} characters to fit", ""),
     (r"no value at all", "no value at all", "text"),
+    (r"no calibration vouches for this row", "no calibration vouches for this row", "calibrate"),
     (r"part (?P<k>\d+) of (?P<n>\d+) \(characters [\d-]+\) failed", "part {k} of {n} failed", ""),
     (r"incomplete: (?P<what>.{1,80})", "incomplete: {what}", ""),
 ]  # fmt: skip
@@ -127,6 +144,7 @@ def field_verdicts(row: dict[str, Any]) -> tuple[list[FieldVerdict], list[tuple[
         if path in reasons:
             reason, sentence = reasons.pop(path)
             words = reason.words if "p " in reason.words or not shown else f"{reason.words}, {shown}"
+            words = _told_apart(words, e.get("confidence"))
             found.append(FieldVerdict(path, reason.kind, words, sentence, reason.hint))
         elif e.get("verdict") == "refused":
             found.append(FieldVerdict(path, "refused"))
@@ -140,6 +158,21 @@ def field_verdicts(row: dict[str, Any]) -> tuple[list[FieldVerdict], list[tuple[
         FieldVerdict(path, r.kind, r.words, sentence, r.hint) for path, (r, sentence) in reasons.items()
     ]
     return found, problems
+
+
+_SAME = re.compile(r"p (?P<p>[\d.]+) < (?P<bound>[\d.]+)")
+
+
+def _told_apart(words: str, confidence: float | None) -> str:
+    """A row stored before the judge wrote the digits that differ said "p 0.99 < 0.99": the value's own
+    probability, from its evidence, with the digits that show it below its bound."""
+    match = _SAME.search(words)
+    if match is None or confidence is None or float(match["p"]) < float(match["bound"]):
+        return words
+    bound = float(match["bound"])
+    if confidence >= bound:
+        return words
+    return words.replace(match[0], f"p {apart(confidence, bound)} < {bound:g}")
 
 
 def summary_line(row: dict[str, Any]) -> str:

@@ -85,7 +85,7 @@ EXPECTED_COLUMNS = {
         "method": "str(40)", "score_model": "json?", "fields": "json?",
         "threshold": "float?", "target": "float", "level": "float", "bound": "float", "kept": "int",
         "correct": "int", "values_bound": "float?", "values_kept": "int?", "values_correct": "int?",
-        "gold_hash": "str(64)", "gold_size": "int", "run_id": "int?",
+        "gold_hash": "str(64)", "gold_size": "int", "source": "str(20)?", "run_id": "int?",
         "created_at": "timestamptz",
     },
     "alembic_version": {"version_num": "str(32)"},

@@ -7,7 +7,6 @@ hand-written formatter outputs (no model needed: the page shows whatever the res
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,8 +19,8 @@ from formwork.tasks.calls import CallLog, Outcome
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.sources import InputRecord
 from formwork.tasks.validate import judge
+from tests.browser import chromium
 
-ROOT = Path(__file__).resolve().parent.parent
 EXPENSE = load_schema("expense")
 GOOD = {"who": "Maria", "date": "2024-03-14", "amount": 42.8, "currency": "USD", "category": "meals",
         "project": None}  # fmt: skip
@@ -37,18 +36,7 @@ CASES = [  # key, text, formatter output
 
 @pytest.fixture(scope="module")
 def browser():
-    found = subprocess.run([ROOT / "deploy/browser/install.sh"], capture_output=True, text=True, check=False)
-    if found.returncode != 0:
-        pytest.skip(f"no headless Chromium: {found.stderr.strip()[-300:]}")
-    chromium, driver_path = found.stdout.split()
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    driver = chromium()
     yield driver
     driver.quit()
 

@@ -65,6 +65,21 @@ runner = CliRunner()
          "the text has none; held to its bound, not retried", "project", "unsure", "null, no calibration"),
         ("project null has no probability to hold to 0.99, so it does not show the text has none",
          "project", "unsure", "null, no probability"),
+        ('who "Aiko" dropped: unsure (score 0.64 < 0.9)', "who", "dropped", "score 0.64 < 0.9"),
+        ('who "Aiko" dropped: unsure (p 0.9899 < 0.99)', "who", "dropped", "p 0.9899 < 0.99"),
+        ('category "meals" dropped: its field is not certified', "category", "dropped",
+         "field not certified"),
+        ('category "meals" dropped: no calibration covers this choice', "category", "dropped",
+         "no calibration for this choice"),
+        ('who "Tom" dropped: the readings disagree', "who", "dropped", "the readings disagree"),
+        ("amount 12 dropped: no probability (the engine gave no grammar-masked logprobs)", "amount",
+         "dropped", "no probability"),
+        ("project null is unsure: unsure (score 0.51 < 0.9); the text may hold a value", "project", "unsure",
+         "null, score 0.51 < 0.9"),
+        ("project null is unsure: its field is not certified; the text may hold a value", "project",
+         "unsure", "null, field not certified"),
+        ("project null is unsure: the readings disagree; the text may hold a value", "project", "unsure",
+         "null, the readings disagree"),
     ],
 )  # fmt: skip
 def test_each_field_sentence_reads_as_a_few_words(sentence: str, path: str, kind: str, words: str) -> None:
@@ -84,6 +99,9 @@ def test_each_field_sentence_reads_as_a_few_words(sentence: str, path: str, kind
         ("no value at all: every field is null, which is not an answer unless the schema's root says "
          "`x-empty-ok: true`", "no value at all"),
         ("the text is empty", "the text is empty"),
+        ("no calibration vouches for this row: every value passes the uncalibrated bound, but only a "
+         "calibration makes a row ok (formwork eval GOLD --schema S --calibrate)",
+         "no calibration vouches for this row"),
     ],
 )  # fmt: skip
 def test_each_row_sentence_reads_as_the_rows_problem(sentence: str, words: str) -> None:
@@ -140,6 +158,22 @@ def test_a_value_below_its_bound_shows_its_probability_and_bound() -> None:
     assert category.kind == "dropped" and category.words.startswith("p 0.8") and "< 0.95" in category.words
 
 
+def test_a_probability_beside_its_bound_shows_the_digits_that_differ() -> None:
+    """Never "p 0.99 < 0.99": the judge writes the digits that differ, and a row stored before it did is
+    read with its evidence's own probability."""
+    text = json.dumps(GOOD)
+    pieces = tuple((ch, math.log(0.99999)) for ch in text)
+    at = text.index('"meals"')
+    pieces = (*pieces[:at], (text[at : at + 7], math.log(0.9899)), *pieces[at + 7 :])
+    verdict = judge(EXPENSE, SOURCE, done("notes"), done(text, pieces), min_confidence=0.99)
+    assert any("(probability 0.9899, below 0.99)" in e for e in verdict.errors), verdict.errors
+    category = {v.path: v for v in field_verdicts(row_of(verdict))[0]}["category"]
+    assert (category.kind, category.words) == ("dropped", "p 0.9899 < 0.99")
+    old = {**row_of(verdict), "errors": [e.replace("0.9899", "0.99") for e in verdict.errors]}
+    category = {v.path: v for v in field_verdicts(old)[0]}["category"]
+    assert category.words == "p 0.9899 < 0.99"  # from the evidence's confidence
+
+
 def test_structure_decides_without_sentences() -> None:
     """Evidence and nulled paths alone: the judge's sentences may change, the verdicts still hold."""
     row = {"status": "partial", "errors": [], "nulled": ["who", "items[1]"], "evidence": [
@@ -184,7 +218,8 @@ def stored_run(tmp_path) -> str:
 
     url = f"sqlite:///{tmp_path}/verdicts.db"
     sessions = session_factory(url)
-    texts = {"lunch": SOURCE, "taxi": "Taxi 35 EUR on 2024-05-02", "blank": "hello"}
+    texts = {"lunch": SOURCE, "taxi": "Taxi 35 EUR on 2024-05-02", "blank": "hello",
+             "invented": "Lunch, 42.80 USD, Maria, March 14th 2024"}  # fmt: skip
     with sessions() as session:
         ids = store_records(session, "test", [InputRecord(k, t) for k, t in texts.items()])
         models = {"engine": "local", "reasoning_model": "test", "formatting_model": "test"}
@@ -201,6 +236,7 @@ def stored_run(tmp_path) -> str:
             judged(GOOD, SOURCE),
             judged(taxi, texts["taxi"], choice_confidence=1.5),
             judge(EXPENSE, "hello", done("notes"), Completion("{", "length", 10, 90, 0.1, "test")),
+            judged({**GOOD, "amount": 1.5}, texts["invented"]),  # a critical value the text lacks: failed
         ]
         stored = [Outcome(record_id, verdict, 1) for record_id, verdict in zip(ids, outcomes, strict=True)]
         save_outcomes(session, run_id, EXPENSE, stored, QueuePolicy())
@@ -208,18 +244,55 @@ def stored_run(tmp_path) -> str:
     return url
 
 
-def test_results_table_speaks_to_a_person(stored_run: str, monkeypatch) -> None:
-    from formwork.flows.cli.common import out
+def test_results_table_gives_each_record_two_lines_at_80_columns(stored_run: str) -> None:
+    """Kept values, then one word per other field; the reasons in full are in --format jsonl."""
+    from rich.cells import cell_len
 
-    monkeypatch.setattr(out, "width", 200)  # one table row a line, so each verdict reads whole
-    shown = runner.invoke(app, ["results", "--db", stored_run])
+    shown = runner.invoke(app, ["results", "--db", stored_run])  # CliRunner's console: 80 columns
     assert shown.exit_code == 0, shown.output
+    lines = shown.output.splitlines()
+    assert lines[0] == "results of run 1: 1 ok, 1 partial, 2 failed"
+    records: dict[str, list[str]] = {}
+    for line in lines[1:]:
+        if line.split(" ")[0] in ("lunch", "taxi", "blank", "invented"):
+            records[line.split(" ")[0]] = [line]
+        elif line.startswith(" ") and records:
+            list(records.values())[-1].append(line)
+    assert all(1 <= len(r) <= 2 and all(cell_len(line) <= 80 for line in r) for r in records.values())
+    lunch, taxi, blank, invented = (" ".join(" ".join(records[k]).split()) for k in records)
+    assert lunch.startswith("lunch ok who=Maria date=2024-03-14 amount=42.8 currency=USD category=meals")
+    assert taxi.startswith("taxi partial date=2024-05-02 amount=35 currency=EUR")
+    assert taxi.endswith("who:dropped category:dropped")  # one word each; the reasons in full: jsonl
+    assert blank == "blank failed no JSON came back (finish length)"
+    assert invented.startswith("invented failed") and "amount=" not in invented  # a failed row keeps none
     assert "choose the value the text supports" not in shown.output  # the model's feedback stays out
-    assert "who: dropped (not in the text)" in shown.output
-    assert "category: dropped (no calibration for this choice)" in shown.output
-    assert "no JSON came back" in shown.output and "Expecting property name" not in shown.output
-    assert "kept: who, date, amount, currency, category" in shown.output
-    assert "next: " in shown.output and "--calibrate" in shown.output
+    assert "next: " in shown.output and "--calibrate" in shown.output and "--format jsonl" in shown.output
+
+
+def test_a_record_with_long_values_still_fits_two_lines() -> None:
+    from rich.cells import cell_len
+
+    from formwork.flows.cli.results import record_lines
+
+    long = {"record": "a-very-long-record-key-from-a-mail-folder", "status": "partial", "errors": [],
+            "nulled": [], "evidence": [{"path": f"f{i}", "value": "x", "grounded": False} for i in range(9)],
+            "data": {"who": "张伟 " * 30, "note": "word " * 40, "items": [{"name": "tea"}] * 20,
+                     **{f"f{i}": "x" for i in range(9)}}}  # fmt: skip
+    lines = record_lines(long, 16)
+    assert len(lines) == 2 and all(cell_len(line.plain) <= 80 for line in lines)
+    assert lines[0].plain.startswith("a-very-long-rec… partial who=张伟") and "more" in lines[1].plain
+
+
+def test_a_failed_rows_answer_is_never_its_data(stored_run: str) -> None:
+    lines = runner.invoke(app, ["results", "--db", stored_run, "--format", "jsonl"]).stdout.splitlines()
+    invented = next(json.loads(line) for line in lines if json.loads(line)["record"] == "invented")
+    assert invented["status"] == "failed" and invented["data"] is None
+    assert invented["unchecked"]["amount"] == 1.5  # kept apart, under its own name
+    table = list(
+        csv.reader(io.StringIO(runner.invoke(app, ["results", "--db", stored_run, "-f", "csv"]).stdout))
+    )
+    row = next(r for r in table if r[0] == "invented")
+    assert row[7:] == [""] * (len(table[0]) - 7) and "1.5" not in row
 
 
 def test_jsonl_and_csv_carry_the_verdict_and_the_detail(stored_run: str) -> None:
@@ -252,5 +325,9 @@ def test_review_page_shows_verdicts_and_folds_the_judges_sentences(stored_run: s
     with reader_factory(stored_run)() as session:
         page = render_review(load_review(session, None), "run")
     assert "<li>who: dropped (not in the text)</li>" in page
+    assert '<li class="bad">✗ dropped: category = &quot;travel&quot;' in page  # grounded, but dropped: no ✓
+    assert '<li class="def">– in a failed row: who = &quot;Maria&quot;' in page  # a failed row keeps none
+    assert "unchecked answer of a failed row (not kept)" in page
+    assert page.count("✓") == 8  # lunch's five values, taxi's date, amount and currency
     assert "<summary>the judge's sentences</summary><ul><li>who &quot;Bob&quot; does not appear" in page
     assert 'id="next">next: ' in page

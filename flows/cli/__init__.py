@@ -6,9 +6,6 @@ Commands print data to stdout (tables, JSONL, CSV) and progress and errors to st
 
 from __future__ import annotations
 
-import json
-import sys
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -16,9 +13,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from formwork.flows.cli.audit import audit
 from formwork.flows.cli.common import (
     DbOption,
-    Status,
     database_gone,
     database_in_environment,
     err,
@@ -30,6 +27,7 @@ from formwork.flows.cli.doctor import doctor
 from formwork.flows.cli.eval import eval_gold
 from formwork.flows.cli.models import models
 from formwork.flows.cli.queue import queue, requeue, retry
+from formwork.flows.cli.results import results
 from formwork.flows.cli.review import review
 from formwork.flows.cli.schemas import schemas
 from formwork.flows.prefect_env import apply_defaults, cli_flows, explained
@@ -45,12 +43,6 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-
-
-class Format(StrEnum):
-    table = "table"
-    jsonl = "jsonl"
-    csv = "csv"
 
 
 def _count_lines(path: Path) -> int | None:
@@ -168,70 +160,8 @@ def _held_message(held: Holders) -> str:
     )
 
 
-@app.command()
-def results(
-    run: Annotated[int | None, typer.Option("--run", help="a run id (default: the latest run)")] = None,
-    status: Annotated[Status | None, typer.Option(help="ok, partial or failed")] = None,
-    format: Annotated[Format, typer.Option("--format", "-f", help="table, jsonl or csv")] = Format.table,
-    db: DbOption = None,
-) -> None:
-    """Show stored results: a table to read, or JSONL/CSV for the next program."""
-    from formwork.db.queries import latest_run_id, result_rows
-    from formwork.db.session import reader_factory
-    from formwork.flows.verdicts import verdict_rows
-
-    with reader_factory(resolve_db(db))() as session:
-        run_id = run if run is not None else latest_run_id(session)
-        rows = result_rows(session, run_id, status.value if status else None)
-    if format is Format.jsonl:
-        for row in rows:
-            sys.stdout.write(json.dumps(row | {"verdicts": verdict_rows(row)}, ensure_ascii=False) + "\n")
-    elif format is Format.csv:
-        _write_csv(rows)
-    else:
-        _print_results(rows, run_id)
-
-
-def _write_csv(rows: list[dict]) -> None:
-    """One line per record; a cell that begins like a spreadsheet formula is text (tasks.spreadsheet)."""
-    from formwork.flows.verdicts import summary_line
-    from formwork.tasks.spreadsheet import Writer
-
-    fields = sorted({key for row in rows for key in (row["data"] or {})})
-    writer = Writer(sys.stdout)
-    writer.writerow(
-        ["record", "status", "reasoning_finish", "formatting_finish", "attempts", "errors", "verdicts",
-         *fields]
-    )  # fmt: skip
-    for row in rows:
-        data = row["data"] or {}
-        values = [json.dumps(v, ensure_ascii=False) if isinstance(v, list | dict) else v for v in
-                  (data.get(f) for f in fields)]  # fmt: skip
-        writer.writerow([row["record"], row["status"], row["reasoning_finish"], row["formatting_finish"],
-                         row["attempts"], "; ".join(row["errors"]), summary_line(row).replace("\n", "; "),
-                         *values])  # fmt: skip
-
-
-def _print_results(rows: list[dict], run_id: int | None) -> None:
-    """A table for a person: each record's data and, per field, kept, dropped or refused and why in a few
-    words (the judge's full sentences are in `--format jsonl`); then what to do next."""
-    from rich.markup import escape
-
-    from formwork.flows.verdicts import next_step, summary_line
-
-    table = Table(title=f"results of run {run_id}" if run_id else "results")
-    for column in ("record", "status", "data", "fields"):
-        table.add_column(column, overflow="fold")
-    colours = {"ok": "green", "partial": "yellow", "failed": "red"}
-    for row in rows:
-        data = json.dumps(row["data"], ensure_ascii=False) if row["data"] else ""
-        status = f"[{colours[row['status']]}]{row['status']}[/]"
-        table.add_row(escape(row["record"]), status, escape(data), escape(summary_line(row)))
-    out.print(table)
-    out.print(escape(next_step(rows)), highlight=False)
-
-
-for command in (schemas, retry, queue, requeue, review, doctor):
+for command in (results, schemas, retry, queue, requeue, review, doctor):
     app.command()(command)
 app.command(name="eval")(eval_gold)
 app.add_typer(models, name="models")
+app.add_typer(audit, name="audit")

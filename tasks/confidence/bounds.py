@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from formwork.tasks.confidence.policy import apart
 from formwork.tasks.confidence.probability import chosen, min_confidence, null_paths, value_paths
 
 HELD = "; held to its bound, not retried"  # ends every error of a value or null below its bound
@@ -33,6 +34,13 @@ class Held:
     path: str
     message: str
     null: bool = False  # a null stays null; a value is nulled (or fails the row)
+
+
+def _below(probability: float, bound: float) -> str:
+    """The bound with two decimals or every digit it has ("0.995"), the probability with the digits that
+    show it below: "probability 0.9899, below 0.99", never "probability 0.99, below 0.99"."""
+    shown = f"{bound:.2f}" if float(f"{bound:.2f}") == bound else f"{bound:g}"
+    return f"probability {apart(probability, bound)}, below {shown}"
 
 
 def _bound(node: dict[str, Any], bounds: Bounds, written: bool, model: str) -> float:
@@ -59,8 +67,8 @@ def held_values(
             yield Held(text, f"{text} {value} has no probability to hold to {least:.2f}: the engine gave "
                              "no grammar-masked logprobs (see docs/production.md)")  # fmt: skip
         elif confidences[text] < least:
-            yield Held(text, f"{text} {value} is below its bound (probability {confidences[text]:.2f}, "
-                             f"below {least:.2f})" + HELD)  # fmt: skip
+            below = _below(confidences[text], least)
+            yield Held(text, f"{text} {value} is below its bound ({below})" + HELD)
 
 
 def held_nulls(
@@ -79,8 +87,8 @@ def held_nulls(
             yield Held(text, f"{text} null has no probability to hold to {least:.2f}, so it does not show "
                              "the text has none", null=True)  # fmt: skip
         elif confidences[text] < least:
-            yield Held(text, f"{text} null is unsure (probability {confidences[text]:.2f}, below "
-                             f"{least:.2f}): the text may hold a value" + HELD, null=True)  # fmt: skip
+            below = _below(confidences[text], least)
+            yield Held(text, f"{text} null is unsure ({below}): the text may hold a value" + HELD, null=True)
 
 
 def held_again(

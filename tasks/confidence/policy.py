@@ -89,7 +89,13 @@ class Policy:
 def _compared(value: float, bound: float, name: str = "score") -> str:
     """`value < bound` with as many digits as it takes to show they differ ("0.9899 < 0.99", never
     "0.99 < 0.99")."""
+    return f"{name} {apart(value, bound)} < {bound:g}"
+
+
+def apart(value: float, bound: float) -> str:
+    """`value`, below `bound`, written with as many digits as it takes to read as below it beside every
+    digit of `bound` (every message that puts a probability beside its bound: tasks.confidence.bounds)."""
     digits = 2
     while digits < 6 and float(f"{value:.{digits}f}") >= bound:
         digits += 1
-    return f"{name} {value:.{digits}f} < {bound:g}"
+    return f"{value:.{digits}f}"

@@ -1,0 +1,140 @@
+"""What an audit reads from the database: a run's stored rows, and the rows an audit file answers.
+
+An audit file (`formwork audit`'s export) is a gold file whose every row names, in `meta`, the run
+and the record it audits (`run`, `record_id`) and the seed of the sample. Its answers mean something
+only beside what that run stored for those records, so each row is matched to its run's stored row
+(the run's own history, `run_results`, which later runs never change) before anything is checked or
+calibrated. Several files may be read together (a second audit of the same run, or of a later run
+of the same key): a record audited twice counts once, and twice with different answers is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from formwork.db.models import Record, Run, RunResult
+from formwork.schemas.registry import Schema, SchemaProblem, schema_from_body
+from formwork.tasks.evaluation.audit import Audited
+from formwork.tasks.evaluation.gold import GoldProblem, load_gold
+from formwork.tasks.evaluation.key import CalibrationKey
+
+
+class AuditProblem(ValueError):
+    """An audit file that cannot be matched to what its run stored."""
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """A run's answer for one record, with the record's text: what the audit page shows."""
+
+    record_id: int
+    key: str
+    text: str
+    status: str
+    data: dict[str, Any] | None
+    errors: list[str]
+    nulled: list[str]
+    evidence: list[dict[str, Any]]
+    trust: list[dict[str, Any]]
+
+
+def run_rows(session: Session, run_id: int, record_ids: Collection[int] | None = None) -> list[StoredRow]:
+    """The run's last answer for each of its records (of `record_ids`, if given), in stored order."""
+    query = (
+        select(RunResult, Record.key, Record.text)
+        .join(Record, Record.id == RunResult.record_id)
+        .where(RunResult.run_id == run_id)
+    )
+    if record_ids is not None:
+        query = query.where(RunResult.record_id.in_(list(record_ids)))
+    found = {
+        r.record_id: StoredRow(r.record_id, key, text, r.status, r.data, r.errors or [], r.nulled or [],
+                               r.evidence or [], r.trust or [])
+        for r, key, text in session.execute(query.order_by(RunResult.id))
+    }  # fmt: skip
+    return [found[i] for i in sorted(found)]
+
+
+def run_schema(run: Run) -> Schema:
+    """The schema the run stored its rows under (its own body, not today's file of that name)."""
+    try:
+        return schema_from_body(run.schema_body, f"run {run.id}")
+    except SchemaProblem as exc:
+        raise AuditProblem(f"run {run.id} stored no usable schema body ({exc})") from exc
+
+
+def run_key(run: Run) -> CalibrationKey:
+    """The calibration key the run was made under, as it recorded it (flows.runner)."""
+    key = (run.confidence or {}).get("key")
+    if not key:
+        raise AuditProblem(f"run {run.id} recorded no calibration key (it ran with `calibration = false`, or "
+                           "before runs recorded one): run the records again and audit that run")  # fmt: skip
+    return CalibrationKey(**key)
+
+
+@dataclass(frozen=True)
+class AuditSet:
+    """Audit files matched to their runs: the runs, the schema, and every audited record once."""
+
+    runs: list[Run]
+    schema: Schema
+    rows: list[Audited]
+    seeds: list[Any]
+
+
+def _first_meta(path: Path) -> dict[str, Any]:
+    try:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                meta = json.loads(line).get("meta")
+                return meta if isinstance(meta, dict) else {}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
+        raise AuditProblem(f"{path}: not an audit file ({exc})") from exc
+    raise AuditProblem(f"{path}: no audited record in it")
+
+
+def _run_of(session: Session, path: Path) -> Run:
+    run_id = _first_meta(path).get("run")
+    run = session.get(Run, run_id) if isinstance(run_id, int) else None
+    if run is None:
+        raise AuditProblem(f"{path}: names run {run_id!r}, which is not in this database (use --db)")
+    return run
+
+
+def read_audits(session: Session, paths: Sequence[Path]) -> AuditSet:
+    """Every audited record of `paths`, matched to what its run stored (see the module docstring)."""
+    runs = [_run_of(session, path) for path in paths]
+    schema = run_schema(runs[0])
+    keys = {json.dumps(run_key(run).as_dict(), sort_keys=True) for run in runs}
+    if len(keys) > 1:
+        shown = ", ".join(str(run.id) for run in runs)
+        raise AuditProblem(f"runs {shown} were made under different keys (model, schema, settings): an "
+                           "audit calibrates one key, so pass the files of one key at a time")  # fmt: skip
+    rows: dict[tuple[int, int], Audited] = {}
+    seeds: list[Any] = []
+    for path, run in zip(paths, runs, strict=True):
+        try:
+            golds = load_gold(path, schema, complete=True)
+        except GoldProblem as exc:
+            raise AuditProblem(str(exc)) from exc
+        wanted = [g.meta.get("record_id") for g in golds if isinstance(g.meta.get("record_id"), int)]
+        stored = {r.record_id: r for r in run_rows(session, run.id, wanted)}
+        seeds += [s for s in dict.fromkeys(g.meta.get("seed") for g in golds) if s not in seeds]
+        for gold in golds:
+            if gold.meta.get("run") != run.id or gold.meta.get("record_id") not in stored:
+                raise AuditProblem(f"{path}: record {gold.id!r} is not one of run {run.id}'s records "
+                                   "(an audit file holds one run's, as the page wrote it)")  # fmt: skip
+            row = stored[gold.meta["record_id"]]
+            audited = Audited(gold.id, row.status, row.trust, gold.gold)
+            earlier = rows.setdefault((run.id, row.record_id), audited)
+            if earlier.gold != audited.gold:
+                raise AuditProblem(f"{path}: record {gold.id!r} of run {run.id} was audited before with "
+                                   "other answers; keep one of the two")  # fmt: skip
+    return AuditSet(runs, schema, list(rows.values()), seeds)

@@ -1,0 +1,204 @@
+"""`formwork audit --run N --sample 50 [--seed S] --out audit.html`, `formwork audit check FILE...` and
+`formwork audit calibrate FILE...`: a person audits a sample of a run's own records in the browser,
+and the guarantee is checked, then measured again, on them. No model is called."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from formwork.flows.cli.common import DbOption, err, fail, out, resolve_db
+from formwork.tasks.confidence.certify import TARGET
+
+if TYPE_CHECKING:
+    from formwork.tasks.evaluation.audit import AuditReport
+
+audit = typer.Typer(
+    help="Audit a random sample of a run's records: `formwork audit --run N --out audit.html` writes the "
+    "page (mark each field right or wrong, export); `check` and `calibrate` read its export.",
+    invoke_without_command=True,
+)
+Files = Annotated[list[Path], typer.Argument(help="audit files exported by the page (audit-run-N.jsonl)")]
+
+
+@audit.callback()
+def page(
+    ctx: typer.Context,
+    run: Annotated[int | None, typer.Option("--run", help="the run to audit (default: the latest)")] = None,
+    sample: Annotated[int, typer.Option("--sample", min=1, help="how many records to draw")] = 50,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="the sample's seed (default: a fresh one)")
+    ] = None,
+    out_file: Annotated[Path | None, typer.Option("--out", help="the HTML page to write")] = None,
+    db: DbOption = None,
+) -> None:
+    """Write the audit page: a uniform random sample of a run's records to mark right or wrong."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from formwork.db.audits import AuditProblem
+    from formwork.db.queries import latest_run_id
+    from formwork.db.session import reader_factory
+    from formwork.flows.audit import audit_page
+
+    if out_file is None:
+        fail("--out FILE.html: where to write the page")
+    seed = seed if seed is not None else secrets.randbelow(1_000_000)
+    with reader_factory(resolve_db(db))() as session:
+        run_id = run if run is not None else latest_run_id(session)
+        if run_id is None:
+            fail("no run in this database yet; start one with `formwork run`")
+        try:
+            html, drawn = audit_page(session, run_id, sample, seed)
+        except AuditProblem as exc:
+            fail(str(exc))
+    try:
+        out_file.write_text(html, encoding="utf-8")
+    except OSError as exc:
+        fail(f"cannot write {out_file}: {exc}")
+    err.print(f"wrote {out_file}: {drawn} records of run {run_id}, seed {seed}; open it in a browser, mark "
+              f"each field, export, then `formwork audit check audit-run-{run_id}.jsonl`")  # fmt: skip
+
+
+def _claims_table(report: AuditReport, applied: dict[str, Any]) -> Table:
+    """Per field and for ok rows: right of kept as certified, the interval, the target and the verdict;
+    and how many of every value read were right."""
+    from formwork.tasks.confidence.policy import apart
+
+    table = Table(title="values kept as certified, against your answers")
+    for column in ("field", "right", "interval", "target", "verdict", "read right"):
+        table.add_column(column, justify="left" if column in ("field", "verdict") else "right")
+    targets = applied.get("targets") or {}
+    for claim in [*report.claims, report.rows]:
+        right, total = report.read.get(claim.name, (None, None))
+        target = targets.get(claim.name, applied.get("target", TARGET))
+        upper = apart(claim.upper, target) if claim.upper < target else f"{claim.upper:.2f}"  # never "0.95"
+        interval = f"{claim.lower:.2f}-{upper}" if claim.kept else "-"
+        unkept = "none certified" if total else "no ok rows"
+        verdict = claim.verdict.replace("rows ", "") if claim.kept else unkept
+        table.add_row(escape(claim.name), f"{claim.correct}/{claim.kept}", interval, f"{target:.0%}", verdict,
+                      f"{right}/{total}" if total else "-")  # fmt: skip
+    return table
+
+
+def _closing(report: AuditReport, applied: dict[str, Any]) -> str:
+    """The verdict in a sentence, and what the numbers above count."""
+    if not applied.get("calibration"):
+        return ("verdict: nothing to check: the run applied no calibration, so it certified no value and "
+                "stated no bound; 'read right' counts how often the values it read were right. `formwork "
+                f"audit calibrate FILE...` on {report.needed} or more audited records measures a "
+                "calibration on them.")  # fmt: skip
+    return (f"verdict: {report.verdict.replace('rows ', '')} (over the fields; ok rows are measured beside). "
+            f"A field's claim is put to the test by {report.needed} certified values; 'read right' counts "
+            "every value the run read, certified or not.")  # fmt: skip
+
+
+@audit.command()
+def check(files: Files, db: DbOption = None) -> None:
+    """Per field: were the values the run certified right as often as its calibration states?"""
+    from formwork.db.audits import AuditProblem, read_audits
+    from formwork.db.calibrations import statement
+    from formwork.db.session import reader_factory
+    from formwork.tasks.evaluation.audit import check_audit
+
+    with reader_factory(resolve_db(db))() as session:
+        try:
+            found = read_audits(session, files)
+        except AuditProblem as exc:
+            fail(str(exc))
+        applied = [run.confidence or {} for run in found.runs]
+    if any(a.get("calibration") != applied[0].get("calibration") for a in applied):
+        fail("these runs applied different calibrations: check one run's audit at a time")
+    report = check_audit(found.schema, found.rows, applied[0])
+    runs = ", ".join(str(run.id) for run in found.runs)
+    said = statement(applied[0]) if applied[0] else "no calibration"
+    seeds = ", ".join(str(s) for s in found.seeds)
+    out.print(f"audit of run {runs}: {report.records} records of {found.schema.label} (seed {seeds})",
+              markup=False, highlight=False)  # fmt: skip
+    out.print(f"the run applied {said}", markup=False, highlight=False)
+    out.print(_claims_table(report, applied[0]))
+    out.print(report.none.sentence(), markup=False, highlight=False)
+    for sentence in report.broken(applied[0]):
+        out.print(Text(sentence, style="red"))
+    out.print(_closing(report, applied[0]), markup=False, highlight=False)
+
+
+def _short_of(audited: int, least: int, target: float, level: float, fields: int) -> str:
+    """Why a field was not certified, and what more audits can do about it."""
+    rule = (f"To certify a field at {target:.0%} with all {fields} fields together at {level:.0%} "
+            f"confidence, {least} of its values must be kept at one threshold, nearly all right")  # fmt: skip
+    if audited < least:
+        return (f"{rule}: audit at least {least - audited} more records (a larger --sample, or a later run "
+                "made the same way) and pass every file.")  # fmt: skip
+    return (
+        f"{rule}; the sure values of a field not certified here are too few or wrong too often: more "
+        "audited records narrow its bound, but cannot lift a field the run reads wrong."
+    )
+
+
+def _gold_hash(rows: list) -> str:
+    payload = sorted([row.record, row.gold] for row in rows)
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+@audit.command()
+def calibrate(
+    files: Files,
+    target: Annotated[
+        float, typer.Option(min=0.5, max=0.999, help="each field's precision to certify")
+    ] = 0.95,
+    dry_run: Annotated[bool, typer.Option(help="say what it would certify; store nothing")] = False,
+    db: DbOption = None,
+) -> None:
+    """Measure a calibration on your audited records and store it for the run's key (no model call)."""
+    from formwork.db.audits import AuditProblem, read_audits, run_key
+    from formwork.db.calibrations import AUDIT, policy_for, statement, store_calibration
+    from formwork.db.session import session_factory
+    from formwork.tasks.confidence.certify import LEVEL
+    from formwork.tasks.evaluation.audit import needed
+    from formwork.tasks.evaluation.calibration import calibrate as fit_and_certify
+    from formwork.tasks.evaluation.calibration import field_targets
+
+    with session_factory(resolve_db(db))() as session:
+        try:
+            found = read_audits(session, files)
+            key = run_key(found.runs[0])
+        except AuditProblem as exc:
+            fail(str(exc))
+        targets = {name: t if t != TARGET else target for name, t in field_targets(found.schema).items()}
+        calibrated = fit_and_certify(found.schema, [row.gold_row for row in found.rows], targets, LEVEL)
+        before = statement(policy_for(session, key).applied)
+        if not dry_run:
+            row = store_calibration(session, key, calibrated, target, gold_hash=_gold_hash(found.rows),
+                                    gold_size=len(found.rows), run_id=found.runs[0].id,
+                                    source=AUDIT)  # fmt: skip
+            session.commit()
+            after = statement(policy_for(session, key).applied)
+    claims = calibrated.claims
+    certified = sum(c.certified for c in claims.values())
+    runs = ", ".join(str(r.id) for r in found.runs)
+    table = Table(title=f"{len(found.rows)} audited records of run {runs}: {certified} of {len(claims)} "
+                  "fields certified")  # fmt: skip
+    for column in ("field", "values", "threshold", "kept right", "lower bound", "target"):
+        table.add_column(column, justify="left" if column == "field" else "right")
+    for claim in claims.values():
+        kept = f"{claim.correct}/{claim.kept}" if claim.certified else "-"
+        threshold = f"{claim.threshold:g}" if claim.threshold is not None else "none"
+        bound = f"{claim.bound:.3f}" + ("" if claim.certified else " (best)")
+        table.add_row(claim.field, str(claim.values), threshold, kept, bound, f"{claim.target:.0%}")
+    out.print(table)
+    if certified < len(claims):
+        least = needed(found.schema, target, LEVEL)
+        out.print(_short_of(len(found.rows), least, target, LEVEL, len(claims)), highlight=False)
+    if dry_run:
+        out.print(f"--dry-run: nothing stored; runs like this one still apply {before}", highlight=False)
+        return
+    out.print(f"stored as calibration {row.id} for runs like run {found.runs[0].id} (same model, schema "
+              f"and settings). Before: {before}. From now on: {after}", highlight=False)  # fmt: skip

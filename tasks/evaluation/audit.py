@@ -1,0 +1,143 @@
+"""A person's audit of a run's own records, checked against what the run stored: no model call.
+
+A calibration holds "for records like the gold ones", and a user's records are not our gold. `formwork
+audit` puts a uniform random sample of a run's records in front of a person, who marks each field's
+value right or gives the right one; the answers are gold rows for exactly those records. Here they
+meet what the run stored for them (`trust`, tasks.decide) and say:
+
+- per field, the precision of the values the run kept as certified, with its Clopper-Pearson interval
+  at the level the run's calibration claimed it, and whether that claim held, broke, or was put to too
+  few values to tell (tasks.evaluation.verification); the same for the `ok` rows, entirely right;
+- how often the run was right when it said "none in the text", and how often it said so when the
+  text had none;
+- per field, how many of the values the run read were right at all, certified or not (what an
+  uncalibrated run can still learn from an audit).
+
+`formwork audit calibrate` feeds the same rows to tasks.evaluation.calibration.calibrate; `needed`
+says how many right values a field takes, so a small audit says what it cannot certify.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from formwork.schemas.paths import node_at, parse_path
+from formwork.schemas.registry import Schema
+from formwork.tasks.confidence.certify import LEVEL, TARGET, field_level, values_needed
+from formwork.tasks.evaluation.calibration import GoldRow, gold_at, schema_fields
+from formwork.tasks.evaluation.certified import field_claims, field_counts, kept_value
+from formwork.tasks.evaluation.scoring import compare
+from formwork.tasks.evaluation.verification import Claim, check, verify
+
+
+def sample(ids: Sequence[int], size: int, seed: int) -> list[int]:
+    """A uniform random sample of `size` ids (all of them if fewer), fixed by `seed`, in stored order."""
+    ordered = sorted(set(ids))
+    return sorted(random.Random(seed).sample(ordered, min(size, len(ordered))))
+
+
+def needed(schema: Schema, target: float = TARGET, level: float = LEVEL) -> int:
+    """How many of a field's values must be kept and right to certify `target`, all the schema's fields
+    together at `level` (80 for the six fields of expense at 95% and 90%; 45 for a single claim)."""
+    return values_needed(target, field_level(level, len(schema_fields(schema.checked_body))))
+
+
+@dataclass(frozen=True)
+class Audited:
+    """One audited record: what the run stored for it (status, trust) and the person's answers."""
+
+    record: str
+    status: str
+    trust: list[dict[str, Any]]
+    gold: dict[str, Any]
+
+    @property
+    def gold_row(self) -> GoldRow:
+        return GoldRow(self.record, self.trust, self.gold)
+
+
+@dataclass
+class NoneCounts:
+    """The run's "none in the text", both ways: when the run said it, and when the text had none."""
+
+    said: int = 0  # values the run read as null
+    said_right: int = 0  # of those, the text had none
+    absent: int = 0  # values whose gold is null
+    absent_found: int = 0  # of those, the run read null
+
+    def sentence(self) -> str:
+        said = (f"the run said so {self.said} times and was right {self.said_right} of {self.said}"
+                if self.said else "the run never said so")  # fmt: skip
+        found = f"{self.absent_found} of {self.absent}"
+        absent = (f"the text had none for {self.absent} values and the run said so for {found}" if self.absent
+                  else "the text had a value for every field audited")  # fmt: skip
+        return f'"none in the text": {said}; {absent}'
+
+
+@dataclass
+class AuditReport:
+    """What an audit says about a run: per field and for ok rows, the claim checked; and the rest."""
+
+    records: int
+    claims: list[Claim]
+    rows: Claim
+    verdict: str
+    read: dict[str, tuple[int, int]]  # per field: (values read right, values), certified or not
+    none: NoneCounts = field(default_factory=NoneCounts)
+    needed: int = 0
+
+    def broken(self, applied: dict[str, Any]) -> list[str]:
+        """One sentence per broken field: what the audit found, and what to do."""
+        said, targets = applied.get("calibration"), applied.get("targets") or {}
+        which = f"calibration {said}" if said else "the run's calibration"
+        return [
+            f"{c.name} is broken: {c.correct} of {c.kept} values kept as certified are right (at most "
+            f"{c.upper:.1%}), below the {targets.get(c.name, TARGET):.0%} {which} states. Do not rely on "
+            f"{c.name} for records like these; `formwork audit calibrate FILE...` on {self.needed} or more "
+            "audited records measures a threshold on them."
+            for c in self.claims
+            if c.verdict == "broken"
+        ]
+
+
+def _read_counts(schema: Schema, rows: Sequence[Audited]) -> tuple[dict[str, tuple[int, int]], NoneCounts]:
+    """Per field, how many values the run read were right (certified or not), and the null counts."""
+    read: dict[str, list[int]] = {name: [0, 0] for name in schema_fields(schema.checked_body)}
+    nones = NoneCounts()
+    for row in rows:
+        for entry in row.trust:
+            node = node_at(schema.checked_body, parse_path(entry["path"])) or {}
+            gold, got = gold_at(row.gold, entry["path"]), kept_value(entry)
+            right = compare(node, gold, got)
+            counted = read.setdefault(entry["field"], [0, 0])
+            counted[0] += right
+            counted[1] += 1
+            nones.said += got is None
+            nones.said_right += got is None and gold is None
+            nones.absent += gold is None
+            nones.absent_found += gold is None and got is None
+    return {name: (right, total) for name, (right, total) in read.items()}, nones
+
+
+def _row_right(schema: Schema, row: Audited) -> bool:
+    """Whether every value the row kept is right."""
+    return all(
+        compare(node_at(schema.checked_body, parse_path(e["path"])) or {}, gold_at(row.gold, e["path"]),
+                kept_value(e))
+        for e in row.trust
+    )  # fmt: skip
+
+
+def check_audit(schema: Schema, rows: Sequence[Audited], applied: dict[str, Any]) -> AuditReport:
+    """The audit of `rows`, checked against the claims of the calibration the run `applied`."""
+    counts = field_counts(schema, [row.gold_row for row in rows])
+    claims = field_claims(counts, applied)
+    ok = [row for row in rows if row.status == "ok"]
+    target, level = applied.get("target", TARGET), applied.get("level", LEVEL)
+    rows_claim = check("ok rows", sum(_row_right(schema, row) for row in ok), len(ok), target, level)
+    read, nones = _read_counts(schema, rows)
+    verdict = verify(claims, rows_claim)["verdict"]
+    return AuditReport(len(rows), claims, rows_claim, verdict, read, nones, needed(schema, target, level))
