@@ -152,4 +152,5 @@ def _read(handle: IO[str], path: Path) -> tuple[int, Schema, QueuePolicy, list[O
 def _outcome(row: dict[str, Any]) -> Outcome:
     verdict = Verdict(**row.pop("verdict"))
     calls = [CallLog(**call) for call in row.pop("calls")]
+    row.pop("readings", None)  # what the verdict was decided from: not stored
     return Outcome(**row, verdict=verdict, calls=calls)

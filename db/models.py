@@ -161,6 +161,10 @@ class RetryEntry(Base):
     last_error: Mapped[str] = mapped_column(Text, default="")
     next_attempt_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     state: Mapped[str] = mapped_column(String(12), default="waiting", index=True)  # waiting, claimed, dead
+    # retry: the same reader again (a refusal a retry may fix); escalation: a row held back only by its
+    # values' thresholds, waiting for the stronger reader `escalate_to` (tasks/escalation.py)
+    kind: Mapped[str] = mapped_column(String(12), default="retry", server_default="retry")
+    escalate_to: Mapped[str | None] = mapped_column(String(300))
     claimed_by: Mapped[str | None] = mapped_column(String(100))
     claimed_at: Mapped[datetime | None]
     updated_at: Mapped[datetime] = mapped_column(default=utcnow, onupdate=utcnow)

@@ -47,6 +47,7 @@ class RunSummary:
     certified: int = 0  # of those, certified
     held: Holders = field(default_factory=Holders)  # left without a result: other runs held them
     replayed: int = 0  # finished records of runs that lost their database, stored first (db.journal)
+    escalations: list[RunSummary] = field(default_factory=list)  # `escalate now`: the stronger reader's runs
 
     @property
     def records(self) -> int:
@@ -184,3 +185,18 @@ def result_rows(
             }
         )
     return rows
+
+
+def earlier_rows(session: Session, record_ids: list[int], schema_name: str, version: int
+                 ) -> dict[int, dict[str, Any]]:  # fmt: skip
+    """The stored result of each record (its data and trust) with the model that wrote it: what an
+    escalation's stronger reader adds to (tasks.escalation.combine)."""
+    found = session.execute(
+        select(Result.record_id, Result.data, Result.trust, Run.formatting_model)
+        .join(Run, Run.id == Result.run_id)
+        .where(Result.record_id.in_(record_ids), Result.schema_name == schema_name,
+               Result.schema_version == version)
+    ).all()  # fmt: skip
+    return {
+        record: {"data": data, "trust": trust or [], "model": model} for record, data, trust, model in found
+    }

@@ -45,6 +45,8 @@ class Claim:
     schema_source: str
     attempts: int
     schema_body: dict[str, Any] | None = None
+    kind: str = "retry"  # retry: the same reader again; escalation: the stronger one, `escalate_to`
+    escalate_to: str | None = None
 
 
 def _utc(moment: datetime | None) -> datetime:
@@ -75,8 +77,11 @@ def record_failure(
     *,
     max_attempts: int = 5,
     now: datetime | None = None,
+    kind: str = "retry",
+    escalate_to: str | None = None,
 ) -> RetryEntry:
-    """Count one more failed try of (record, schema version); dead-letter it at `max_attempts`.
+    """Count one more failed try of (record, schema version); dead-letter it at `max_attempts`. `kind`
+    escalation: the row waits for the stronger reader `escalate_to`, not for the same one again.
 
     One upsert increments the counter in SQL, so two failures recorded at once cannot both read the
     old count; the new count then decides the state and the backoff. Flushed, not committed: it belongs
@@ -87,7 +92,7 @@ def record_failure(
         record_id=record_id, schema_name=schema.name, schema_version=schema.version,
         schema_source=schema.source, schema_hash=schema.digest, schema_body=schema.body or None,
         attempts=1, last_error=error, next_attempt_at=now, state="waiting",
-        claimed_by=None, claimed_at=None, updated_at=utcnow(),
+        claimed_by=None, claimed_at=None, updated_at=utcnow(), kind=kind, escalate_to=escalate_to,
     )  # fmt: skip
     statement = statement.on_conflict_do_update(
         index_elements=["record_id", "schema_name", "schema_version"],
@@ -95,14 +100,17 @@ def record_failure(
             "attempts": RetryEntry.__table__.c.attempts + 1, "last_error": statement.excluded.last_error,
             "schema_source": statement.excluded.schema_source, "schema_hash": statement.excluded.schema_hash,
             "schema_body": statement.excluded.schema_body, "claimed_by": None, "claimed_at": None,
-            "updated_at": statement.excluded.updated_at,
+            "updated_at": statement.excluded.updated_at, "kind": statement.excluded.kind,
+            "escalate_to": statement.excluded.escalate_to,
         },
     )  # fmt: skip
     entry = session.scalars(
         statement.returning(RetryEntry), execution_options={"populate_existing": True}
     ).one()
     entry.state = "dead" if entry.attempts >= max_attempts else "waiting"
-    entry.next_attempt_at = now + timedelta(seconds=backoff_seconds(entry.attempts))
+    # an escalation is no failed call to back off from: the stronger reader may take it at once
+    wait = 0.0 if kind == "escalation" else backoff_seconds(entry.attempts)
+    entry.next_attempt_at = now + timedelta(seconds=wait)
     session.flush()
     return entry
 
@@ -121,8 +129,11 @@ def record_success(session: Session, record_ids: Collection[int], schema: Schema
     )
 
 
-def claim_due(session: Session, worker: str, limit: int, now: datetime | None = None) -> list[Claim]:
-    """Take up to `limit` due, waiting entries for `worker`, oldest due first, and commit the claim.
+def claim_due(
+    session: Session, worker: str, limit: int, now: datetime | None = None, kind: str | None = None
+) -> list[Claim]:
+    """Take up to `limit` due, waiting entries (of one `kind`, if given) for `worker`, oldest due first,
+    and commit the claim.
 
     One statement picks and marks the rows, so no other worker can take them in between; see the module
     docstring for why each backend is safe.
@@ -132,7 +143,11 @@ def claim_due(session: Session, worker: str, limit: int, now: datetime | None = 
     now = _utc(now)
     due = (
         select(RetryEntry.id)
-        .where(RetryEntry.state == "waiting", RetryEntry.next_attempt_at <= now)
+        .where(
+            RetryEntry.state == "waiting",
+            RetryEntry.next_attempt_at <= now,
+            *([RetryEntry.kind == kind] if kind else []),
+        )
         .order_by(RetryEntry.next_attempt_at, RetryEntry.id)
         .limit(limit)
     )
@@ -148,14 +163,15 @@ def claim_due(session: Session, worker: str, limit: int, now: datetime | None = 
         .values(state="claimed", claimed_by=worker, claimed_at=now, updated_at=utcnow())
         .returning(
             RetryEntry.id, RetryEntry.record_id, RetryEntry.schema_name, RetryEntry.schema_version,
-            RetryEntry.schema_source, RetryEntry.attempts, RetryEntry.schema_body, RetryEntry.next_attempt_at,
+            RetryEntry.schema_source, RetryEntry.attempts, RetryEntry.schema_body, RetryEntry.kind,
+            RetryEntry.escalate_to, RetryEntry.next_attempt_at,
         )
         .execution_options(synchronize_session="fetch")
     )  # fmt: skip
     rows = session.execute(statement).all()
     session.commit()
     rows.sort(key=lambda row: (_utc(row.next_attempt_at), row.id))  # RETURNING has no order of its own
-    return [Claim(*row[:7]) for row in rows]
+    return [Claim(*row[:9]) for row in rows]
 
 
 def unclaim(session: Session, worker: str, record_ids: list[int], schema_name: str, version: int) -> None:

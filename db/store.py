@@ -61,10 +61,22 @@ class QueuePolicy:
 
     include_partial: bool = False
     max_attempts: int = 5
+    escalate_to: str | None = None  # the stronger reader for rows held back only by their thresholds
+    escalating: bool = False  # this run is the escalation: a row still unsure has no one else to go to
 
-    def wants(self, outcome: Outcome) -> bool:
-        status = outcome.verdict.status
-        return outcome.queueable and (status == "failed" or (status == "partial" and self.include_partial))
+    def wants(self, outcome: Outcome) -> str | None:
+        """What the outcome waits for in the queue: `retry` (the same reader again: a failed row, or a
+        partial one with `include_partial`), `escalation` (a row held back only by its values'
+        thresholds, where a stronger reader is named), or None. A row only a stronger reader could
+        change never waits for the same one: greedy, it would answer the same."""
+        verdict = outcome.verdict
+        if not outcome.queueable:
+            return None
+        if verdict.status == "failed":
+            return "retry"
+        if verdict.unsure_only:
+            return "escalation" if self.escalate_to and not self.escalating else None
+        return "retry" if verdict.status == "partial" and self.include_partial else None
 
 
 def start_run(session: Session, schema: Schema | None = None, **fields: Any) -> int:
@@ -241,9 +253,12 @@ def save_outcomes(
     succeeded = []
     for outcome in mine:
         kept_ok = stored.get(outcome.record_id) == "ok" and outcome.verdict.status == "failed"
-        if queue.wants(outcome) and not kept_ok:
+        kind = queue.wants(outcome)
+        if kind and not kept_ok:
             error = clean_text("; ".join(outcome.verdict.errors) or outcome.verdict.status)
-            record_failure(session, outcome.record_id, schema, error, max_attempts=queue.max_attempts)
+            stronger = queue.escalate_to if kind == "escalation" else None
+            record_failure(session, outcome.record_id, schema, error, max_attempts=queue.max_attempts,
+                           kind=kind, escalate_to=stronger)  # fmt: skip
         else:
             succeeded.append(outcome.record_id)
     record_success(session, succeeded, schema)

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator
 from datetime import timedelta
 from itertools import islice
 from pathlib import Path
+from typing import Literal
 
 from prefect import get_run_logger
 
@@ -26,6 +27,7 @@ from formwork.db.session import session_factory
 from formwork.db.store import check_schema_body, records_without_result, store_records
 from formwork.db.watermarks import advance_watermark, rows_since_watermark
 from formwork.flows.chunk import RunContext
+from formwork.flows.reprocess_failed import reprocess_failed
 from formwork.flows.runner import checked_engines, chunked, new_context, replay_journals, run_chunks
 from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import load_checked_schema
@@ -94,11 +96,16 @@ def batch_extract(
     text_column: str = "text",
     updated_column: str | None = None,
     wait: bool = False,
+    escalate_to: str | None = None,
+    escalate: Literal["queue", "now"] | None = None,
 ) -> RunSummary:
     """Extract `schema` from every record of `source` (JSONL, CSV, a folder of .txt files, or a
     database URL with `query` or `table`: only rows new or changed since the last finished run).
-    Records another run holds are counted in the summary, or waited for and processed (`wait`)."""
-    settings = Settings(**({"db_url": db_url} if db_url else {}))
+    Records another run holds are counted in the summary, or waited for and processed (`wait`). Rows
+    held back only by their values' thresholds wait for the stronger reader `escalate_to` (a setting
+    too), or are read by it before the run ends (`escalate` now: the retry queue's own path)."""
+    given = {"db_url": db_url, "escalate_to": escalate_to, "escalate": escalate}
+    settings = Settings(**{name: value for name, value in given.items() if value})
     chosen = load_checked_schema(schema)
     sql = sql_selection(source, query, table, id_column, text_column, updated_column)
     # a missing or unreadable source is refused here, before any write
@@ -125,4 +132,6 @@ def batch_extract(
         if isinstance(records, SqlRows):  # finished: the next run starts after what this one read
             with sessions() as session:
                 advance_watermark(session, records, chosen, summary.run_id)
-        return summary
+    if settings.escalate == "now" and settings.escalate_to and summary.records:
+        summary.escalations = reprocess_failed(db_url=db_url, limit=summary.records, kind="escalation")
+    return summary

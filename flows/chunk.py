@@ -36,6 +36,7 @@ from formwork.db.claims import Claimed, claim_pending
 from formwork.db.journal import Journal
 from formwork.db.keeping import DatabaseUnavailable, OutageWindow, save_chunk
 from formwork.db.models import Record
+from formwork.db.queries import earlier_rows
 from formwork.db.queue import unclaim
 from formwork.db.store import QueuePolicy
 from formwork.db.writer import RecordWriter
@@ -43,6 +44,7 @@ from formwork.flows.progress import record_done
 from formwork.schemas.registry import Schema
 from formwork.tasks.calls import ExtractOptions, Outcome
 from formwork.tasks.engines.base import Engine
+from formwork.tasks.escalation import combine
 from formwork.tasks.extract import extract_safely, input_problem
 
 logger = logging.getLogger(__name__)
@@ -67,6 +69,7 @@ class RunContext:
     pool: Executor | None = None  # the run's record pool, shared by its chunks (flows.runner)
     review_dir: Path | None = None  # where each run writes its review page (linked from Prefect)
     wait: bool = False  # records another run holds: wait for its lease to lapse, then process them
+    escalating: bool = False  # reading rows another reader left unsure: their certified values join
 
 
 @dataclass(frozen=True)
@@ -77,12 +80,13 @@ class ChunkDone:
     held: list[int]
 
 
-def _claimed_rows(context: RunContext, record_ids: list[int]) -> tuple[list[Any], list[int]]:
+def _claimed_rows(context: RunContext, record_ids: list[int]
+                  ) -> tuple[list[Any], list[int], dict[int, dict[str, Any]]]:  # fmt: skip
     """Claim the chunk's records (overlapping runs split the work) and read those still pending; also
-    return the records another run holds."""
+    return the records another run holds and, when escalating, each record's stored row."""
     schema = context.schema
 
-    def claim() -> tuple[Claimed, list[Any]]:
+    def claim() -> tuple[Claimed, list[Any], dict[int, dict[str, Any]]]:
         with context.sessions() as session:
             claimed = claim_pending(session, context.run_id, schema, record_ids, context.lease, context.redo)
             if context.worker is not None and claimed.held:
@@ -90,20 +94,23 @@ def _claimed_rows(context: RunContext, record_ids: list[int]) -> tuple[list[Any]
             rows = session.execute(
                 select(Record.id, Record.text, Record.meta, Record.problem).where(Record.id.in_(claimed.todo))
             ).all()
+            earlier = (
+                earlier_rows(session, claimed.todo, schema.name, schema.version) if context.escalating else {}
+            )
             session.commit()
-        return claimed, rows
+        return claimed, rows, earlier
 
-    claimed, rows = context.database.call(claim, "claim a chunk's records")
+    claimed, rows, earlier = context.database.call(claim, "claim a chunk's records")
     if claimed.held:
         logger.info("run %s: %d records are in flight in another run", context.run_id, len(claimed.held))
-    return rows, claimed.held
+    return rows, claimed.held, earlier
 
 
 @task(name="process_chunk", cache_policy=NO_CACHE)
 def process_chunk(context: RunContext, record_ids: list[int]) -> ChunkDone:
     """Process the records of one chunk that have no result yet, storing each as it finishes; return
     their statuses and the records another run holds."""
-    rows, held = _claimed_rows(context, record_ids)
+    rows, held, earlier = _claimed_rows(context, record_ids)
 
     def save(outcomes: Sequence[Outcome]) -> None:
         try:
@@ -122,6 +129,12 @@ def process_chunk(context: RunContext, record_ids: list[int]) -> ChunkDone:
             else:
                 engines = (context.reasoner, context.formatter)
                 outcome = extract_safely(row.id, row.text, context.schema, engines, context.options, row.meta)
+                if (
+                    row.id in earlier and outcome.verdict.status != "failed"
+                ):  # the stronger reader's values join
+                    first = earlier[row.id]
+                    outcome.verdict = combine(context.schema, first, first["model"], outcome.verdict,
+                                              context.formatter.model)  # fmt: skip
             writer.put(outcome)
             record_done(outcome.verdict.status)
             return outcome

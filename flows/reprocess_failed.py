@@ -7,6 +7,11 @@ only results whose records it still holds, so a slow worker never overwrites a f
 carries the schema body it failed under, so a worker in another directory (or on another machine)
 needs no file path. Reprocessing may use other settings than the nightly run, such as a bigger
 model or budget: pass them as `overrides` (`formwork retry --set reasoning_max_tokens=1024`).
+
+An entry is a `retry` (the same reader again) or an `escalation`: a row held back only by its values'
+thresholds, which the same reader would answer the same. An escalation is read by the stronger reader
+its entry names (`escalate_to`, or this flow's parameter), under that reader's own calibration, and
+its certified values join those the first reader certified (tasks.escalation.combine).
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ import json
 import os
 import socket
 from collections import defaultdict
+from contextlib import ExitStack
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from prefect import get_run_logger
 
@@ -27,7 +33,7 @@ from formwork.flows.runner import checked_engines, chunked, new_context, replay_
 from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
 from formwork.tasks.redact import redact
-from formwork.tasks.settings import Settings
+from formwork.tasks.settings import Settings, escalation_overrides
 
 
 def worker_name() -> str:
@@ -47,9 +53,13 @@ def reprocess_failed(
     limit: int = 100,
     overrides: dict[str, Any] | None = None,
     worker: str | None = None,
+    kind: Literal["retry", "escalation"] | None = None,
+    escalate_to: str | None = None,
 ) -> list[RunSummary]:
-    """Claim up to `limit` due queue entries and run them through both passes again."""
-    secret = sorted(secret_overrides(overrides or {}))
+    """Claim up to `limit` due queue entries (of one `kind`, if given) and read them again: a retry
+    with the same reader (under `overrides`), an escalation with the stronger one its entry names, or
+    `escalate_to` where given (tasks.escalation), whose certified values join the first reader's."""
+    secret = sorted(secret_overrides({**(overrides or {}), "escalate_to": escalate_to}))
     if secret:
         raise ValueError(
             f"overrides {secret} must not be flow parameters (Prefect stores them): set them as "
@@ -62,37 +72,48 @@ def reprocess_failed(
     replayed = replay_journals(sessions, settings)  # a replayed record's entry is settled before claims
     with sessions() as session:
         released = release_stale(session, timedelta(seconds=settings.claim_timeout_s))
-        claims = claim_due(session, worker, limit)
+        claims = claim_due(session, worker, limit, kind=kind)
     logger.info("claimed %d entries (%d stale claims put back)", len(claims), released)
-    if not claims:
-        return []
-    summaries = []
-    with checked_engines(settings) as engines:
-        by_schema: dict[tuple[str, int, str], list[Claim]] = defaultdict(list)
-        for claim in claims:
-            body_key = json.dumps(claim.schema_body, sort_keys=True)
-            by_schema[(claim.schema_name, claim.schema_version, body_key)].append(claim)
-        for group in by_schema.values():
-            first = group[0]
-            try:  # the body stored with the entry; entries from before bodies were stored: the file
-                if first.schema_body:
-                    schema = load_checked_body(first.schema_body, first.schema_source)
-                else:
-                    schema = load_checked_schema(first.schema_source)
-            except SchemaProblem as exc:  # the schema file moved or broke: say so on each entry
-                _fail_claims(sessions, group, f"schema unusable: {exc}", settings.queue_max_attempts)
+    groups: dict[tuple[str, int, str, str | None], list[Claim]] = defaultdict(list)
+    for claim in claims:
+        stronger = (escalate_to or claim.escalate_to) if claim.kind == "escalation" else None
+        groups[(claim.schema_name, claim.schema_version, json.dumps(claim.schema_body, sort_keys=True),
+                stronger)].append(claim)  # fmt: skip
+    summaries: list[RunSummary] = []
+    with ExitStack() as stack:
+        opened: dict[str | None, tuple[Settings, Any]] = {}
+        for (*_, stronger), group in groups.items():
+            schema = _schema_of(sessions, group, settings.queue_max_attempts)
+            if schema is None:
                 continue
-            if schema.version != first.schema_version:
-                message = f"{first.schema_source} is now version {schema.version}; run it with batch_extract"
-                _fail_claims(sessions, group, message, settings.queue_max_attempts)
-                continue
+            if stronger not in opened:
+                reading = settings.model_copy(update=escalation_overrides(stronger)) if stronger else settings
+                opened[stronger] = (reading, stack.enter_context(checked_engines(reading)))
+            reading, engines = opened[stronger]
             context = new_context(
-                sessions, settings, schema, engines, flow="reprocess_failed", source=schema.source,
-                worker=worker,
+                sessions, reading, schema, engines, flow="reprocess_failed", source=schema.source,
+                worker=worker, escalating=stronger is not None,
             )  # fmt: skip
             records = chunked((c.record_id for c in group), settings.chunk_size)
             summaries.append(run_chunks(context, records, replayed if not summaries else 0))
     return summaries
+
+
+def _schema_of(sessions: Any, group: list[Claim], max_attempts: int) -> Schema | None:
+    """The schema a group of entries failed under (the body stored with them; the file for entries
+    from before bodies were stored); None, with a try counted on each, when it cannot be used."""
+    first = group[0]
+    try:
+        schema = (load_checked_body(first.schema_body, first.schema_source) if first.schema_body
+                  else load_checked_schema(first.schema_source))  # fmt: skip
+    except SchemaProblem as exc:  # the schema file moved or broke: say so on each entry
+        _fail_claims(sessions, group, f"schema unusable: {exc}", max_attempts)
+        return None
+    if schema.version != first.schema_version:
+        message = f"{first.schema_source} is now version {schema.version}; run it with batch_extract"
+        _fail_claims(sessions, group, message, max_attempts)
+        return None
+    return schema
 
 
 def _fail_claims(sessions: Any, claims: list[Claim], error: str, max_attempts: int) -> None:

@@ -70,9 +70,11 @@ def new_context(
     redo: bool = False,
     measuring: bool = False,
     wait: bool = False,
+    escalating: bool = False,
 ) -> RunContext:
     """Mark dead runs crashed, write this run's row and bundle what every chunk of this run needs.
-    `measuring`: a calibration's run (`formwork eval --calibrate`): nothing certified, nothing dropped."""
+    `measuring`: a calibration's run (`formwork eval --calibrate`): nothing certified, nothing dropped.
+    `escalating`: the stronger reader of rows another left unsure (their values join, tasks.escalation)."""
     reasoner, formatter = engines
     timeout = timedelta(seconds=settings.run_lease_s)
     options = ExtractOptions.from_settings(settings)
@@ -108,7 +110,8 @@ def new_context(
     warning = run_warning(settings.preset, settings.allow_chat_in_constrained)
     if warning:
         get_run_logger().warning("run %s: %s", run_id, warning)
-    queue = QueuePolicy(include_partial=settings.queue_partial, max_attempts=settings.queue_max_attempts)
+    queue = QueuePolicy(include_partial=settings.queue_partial, max_attempts=settings.queue_max_attempts,
+                        escalate_to=settings.escalate_to, escalating=escalating)  # fmt: skip
     return RunContext(
         run_id,
         schema,
@@ -124,6 +127,7 @@ def new_context(
         redo=redo or worker is not None,
         review_dir=settings.review_dir,
         wait=wait,
+        escalating=escalating,
     )
 
 

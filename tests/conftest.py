@@ -59,3 +59,19 @@ def write_jsonl(tmp_path: Path):
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def qwen_engine() -> Iterator[object]:
+    """Qwen2.5-Coder-1.5B in-process, installed by name if it is not yet (`make test` installs it; the
+    fixture fails, never skips, when it cannot be): the stronger model of the escalation tests."""
+    from formwork.tasks.engines import open_engines
+    from formwork.tasks.engines.model_install import install
+    from formwork.tasks.engines.models import is_installed, known
+    from formwork.tasks.settings import Settings
+
+    model = known("qwen2.5-coder-1.5b")
+    if not is_installed(model):
+        install(model, say=lambda step: None)
+    engine, _ = open_engines(Settings(engine="local", local_model=model.name))
+    yield engine

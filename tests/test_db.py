@@ -67,7 +67,8 @@ EXPECTED_COLUMNS = {
         "schema_source": "str(500)", "schema_hash": "str(64)", "schema_body": "json?", "attempts": "int",
         "last_error": "text",
         "next_attempt_at": "timestamptz", "state": "str(12)", "claimed_by": "str(100)?",
-        "claimed_at": "timestamptz?", "updated_at": "timestamptz",
+        "claimed_at": "timestamptz?", "updated_at": "timestamptz", "kind": "str(12)",
+        "escalate_to": "str(300)?",
     },
     "eval_runs": {
         "id": "int", "batch": "str(40)", "run_id": "int", "gold_source": "str(500)",

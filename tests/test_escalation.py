@@ -76,3 +76,43 @@ def test_a_value_neither_model_certifies_stays_unsure() -> None:
     row = combine(SCHEMA, first, "small", second, "large")
     assert row.status == "partial" and row.data["who"] is None
     assert any(e.startswith("who ") and "dropped" in e for e in row.errors)
+
+
+def _outcome(record_id: int, verdict) -> object:
+    from formwork.tasks.calls import Outcome
+
+    return Outcome(record_id, verdict, attempts=1)
+
+
+def test_no_entry_waits_for_a_reader_that_would_answer_the_same(any_db_url: str) -> None:
+    """A row held back only by its thresholds is never queued for the same model (greedy, it answers the
+    same); with a stronger reader named it waits as an escalation, due at once; a failed row still
+    waits as a retry."""
+    from sqlalchemy import select
+
+    from formwork.db.models import RetryEntry
+    from formwork.db.session import session_factory
+    from formwork.db.store import QueuePolicy, save_outcomes, start_run, store_records
+    from formwork.tasks.sources import InputRecord
+    from formwork.tasks.validate import Verdict
+
+    unsure = _second(("Maria", 0.5), (42.8, 0.99))
+    assert unsure.status == "partial" and unsure.unsure_only
+    failed = Verdict("failed", None, ["no JSON came back"])
+    with session_factory(any_db_url)() as session:
+        ids = store_records(session, "e.jsonl", [InputRecord(f"r{i}", f"text {i}", {}) for i in range(3)])
+        run = start_run(session, SCHEMA, flow="t", source="e.jsonl", engine="local", reasoning_model="m",
+                        formatting_model="m")  # fmt: skip
+        outcomes = [_outcome(ids[0], unsure), _outcome(ids[1], failed)]
+        save_outcomes(session, run, SCHEMA, outcomes, QueuePolicy(include_partial=True))
+        entries = {e.record_id: e for e in session.scalars(select(RetryEntry))}
+        assert set(entries) == {ids[1]} and entries[ids[1]].kind == "retry"  # not the unsure one
+        save_outcomes(
+            session, run, SCHEMA, [_outcome(ids[2], unsure)], QueuePolicy(escalate_to="big@one-pass")
+        )
+        entry = session.scalars(select(RetryEntry).where(RetryEntry.record_id == ids[2])).one()
+        assert (entry.kind, entry.escalate_to, entry.state) == ("escalation", "big@one-pass", "waiting")
+        assert entry.next_attempt_at.replace(tzinfo=None) <= entry.updated_at.replace(tzinfo=None)  # due now
+        save_outcomes(session, run, SCHEMA, [_outcome(ids[2], unsure)],
+                      QueuePolicy(escalate_to="big@one-pass", escalating=True))  # fmt: skip
+        assert session.scalars(select(RetryEntry).where(RetryEntry.record_id == ids[2])).all() == []

@@ -85,6 +85,20 @@ def run(
             "until it finishes them or its lease lapses, then process them"
         ),
     ] = False,
+    escalate_to: Annotated[
+        str | None,
+        typer.Option(
+            help="a stronger reader for rows held back only by their values' thresholds: a model from "
+            "`formwork models`, @MODE, NAME@MODE, or vllm:URL#MODEL (default: the escalate_to setting)"
+        ),
+    ] = None,
+    escalate: Annotated[
+        str | None,
+        typer.Option(
+            help="queue: such rows wait in the retry queue; now: read them with --escalate-to "
+            "before the run ends"
+        ),
+    ] = None,
 ) -> None:
     """Extract SCHEMA from every record of INPUT; show progress and a summary table.
 
@@ -110,7 +124,8 @@ def run(
         def advance(status: str) -> None:
             progress.update(bar, advance=1, description="extracting")
 
-        problems = (SchemaProblem, SchemaChanged, SourceProblem, EngineError, FileNotFoundError, ImportError)
+        problems = (SchemaProblem, SchemaChanged, SourceProblem, EngineError, FileNotFoundError, ImportError,
+                    ValueError)  # fmt: skip
         gone = (DatabaseUnavailable, OperationalError)
         try:
             with (
@@ -123,7 +138,8 @@ def run(
                 summary = batch_extract(
                     source, schema, limit=limit, chunk_size=chunk_size, follow_symlinks=follow_symlinks,
                     query=query, table=table, id_column=id_column, text_column=text_column,
-                    updated_column=updated_column, wait=wait,
+                    updated_column=updated_column, wait=wait, escalate_to=escalate_to,
+                    escalate=escalate,  # type: ignore[arg-type]
                 )  # fmt: skip
         except problems as exc:
             progress.stop()
@@ -137,6 +153,10 @@ def run(
     for what, count in summary.rows():
         table.add_row(what, count)
     out.print(table)
+    for escalated in summary.escalations:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(escalated.statuses.items()))
+        out.print(f"escalated in run {escalated.run_id}: {escalated.records} records read again by the "
+                  f"stronger reader: {counts}")  # fmt: skip
     if summary.records == 0 and not summary.held.records:
         out.print("nothing to do: every record of this input already has a result for this schema version")
     out.print(f"results: formwork results --run {summary.run_id} [--status failed] [--format jsonl]")

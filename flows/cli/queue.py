@@ -34,9 +34,17 @@ def retry(
         list[str] | None,
         typer.Option("--set", help="a setting for this retry only, KEY=VALUE (e.g. vllm_model=big)"),
     ] = None,
+    kind: Annotated[
+        str | None,
+        typer.Option(help="retry (the same reader again) or escalation (the stronger one); default both"),
+    ] = None,
+    escalate_to: Annotated[
+        str | None, typer.Option(help="read escalations with this reader instead of the one each entry names")
+    ] = None,
     db: DbOption = None,
 ) -> None:
-    """Reprocess the due entries of the retry queue, optionally with other settings."""
+    """Reprocess the due entries of the retry queue, optionally with other settings: a retry with the
+    same reader, an escalation with the stronger one (its certified values join the first reader's)."""
     from pydantic import ValidationError
     from sqlalchemy.exc import OperationalError
 
@@ -46,10 +54,12 @@ def retry(
     from formwork.tasks.settings import Settings
 
     overrides = _parse_overrides(set_ or [])
+    if kind not in (None, "retry", "escalation"):
+        fail(f"--kind is retry or escalation, not {kind!r}")
     try:
-        Settings(**overrides)  # an unknown key or a bad value is refused here, with its name
+        Settings(**overrides, **({"escalate_to": escalate_to} if escalate_to else {}))  # refused here, named
     except ValidationError as exc:
-        fail(f"a --set value is wrong: {exc}")
+        fail(f"a --set or --escalate-to value is wrong: {exc}")
     hidden = secret_overrides(overrides)  # Prefect stores flow parameters: secrets go by environment
     shown = {k: v for k, v in overrides.items() if k not in hidden}
     gone = (DatabaseUnavailable, OperationalError)
@@ -60,7 +70,8 @@ def retry(
             database_in_environment(resolve_db(db)),
             settings_in_environment(hidden),
         ):
-            summaries = reprocess_failed(limit=limit, overrides=shown)
+            summaries = reprocess_failed(limit=limit, overrides=shown, kind=kind,  # type: ignore[arg-type]
+                                         escalate_to=escalate_to)  # fmt: skip
     except gone as exc:
         fail(database_gone(exc), code=1)
     if not summaries:
@@ -83,12 +94,22 @@ def queue(
         counts, entries = queue_counts(session), list_entries(session, state, limit)
     summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "empty"
     table = Table(title=f"retry queue: {summary}")
-    for column in ("id", "record", "schema", "state", "attempts", "next try (UTC)", "last error"):
+    for column in (
+        "id",
+        "record",
+        "schema",
+        "state",
+        "waits for",
+        "attempts",
+        "next try (UTC)",
+        "last error",
+    ):
         table.add_column(column, overflow="fold")
     for e in entries:
+        waits = f"escalation: {e.escalate_to}" if e.kind == "escalation" else "retry"
         table.add_row(
-            str(e.id), str(e.record_id), f"{e.schema_name}@v{e.schema_version}", e.state, str(e.attempts),
-            e.next_attempt_at.strftime("%Y-%m-%d %H:%M:%S"), e.last_error[:200],
+            str(e.id), str(e.record_id), f"{e.schema_name}@v{e.schema_version}", e.state, waits,
+            str(e.attempts), e.next_attempt_at.strftime("%Y-%m-%d %H:%M:%S"), e.last_error[:200],
         )  # fmt: skip
     out.print(table)
 

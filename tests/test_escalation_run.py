@@ -1,0 +1,102 @@
+"""Escalation end to end, on real models: the bundled 135M model reads, no calibration certifies its
+fields, so each row held back only by its thresholds waits for Qwen2.5-Coder-1.5B (installed by name);
+`formwork retry` (or `--escalate now`) reads it there under the 1.5B's own calibration, and its
+certified values come back, each naming the model that certified it. The calibrations are made here
+(no gold set this small certifies anything); the models, the flows, the queue and SQLite are real."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import select
+from typer.testing import CliRunner
+
+from formwork.db.models import Calibration, Record, Result, RetryEntry
+from formwork.db.session import session_factory
+from formwork.flows.cli import app
+from formwork.schemas.registry import load_schema
+from formwork.tasks.confidence.certify import FieldClaim, field_level, lower_bound
+from formwork.tasks.confidence.score import ScoreModel
+from formwork.tasks.evaluation.calibration import schema_fields
+from formwork.tasks.evaluation.key import CalibrationKey, calibration_key
+from formwork.tasks.settings import Settings
+
+pytestmark = pytest.mark.slow
+EXPENSE = load_schema("expense")
+STRONGER = "qwen2.5-coder-1.5b@one-pass"
+runner = CliRunner()
+
+
+def _calibration(key: CalibrationKey, threshold: float | None) -> Calibration:
+    """A calibration for `key` whose score is ~1 for every value, certifying every field at `threshold`
+    (None: none)."""
+    fields = schema_fields(EXPENSE.checked_body)
+    share = field_level(0.9, len(fields))
+    kept = 90 if threshold is not None else 0
+    bound = lower_bound(kept, kept, share)
+    claims = {f: FieldClaim(f, 0.95, share, 100, threshold, kept, kept, bound).as_dict() for f in fields}
+    return Calibration(**key.as_dict(), method="per-value", threshold=None, target=0.95, level=0.9, bound=0.0,
+                       kept=0, correct=0, fields=claims, score_model=ScoreModel({}, 20.0).as_dict(),
+                       gold_hash="0" * 64, gold_size=100)  # fmt: skip
+
+
+def test_an_unsure_row_reaches_the_stronger_model_and_comes_back_with_its_certified_values(
+    prefect_harness, local_engine, qwen_engine, monkeypatch, write_jsonl, tmp_path
+) -> None:
+    db = f"sqlite:///{tmp_path}/escalate.db"
+    for name, value in {"MODE": "one-pass", "MAX_ATTEMPTS": "1", "DB_URL": db}.items():
+        monkeypatch.setenv(f"FORMWORK_{name}", value)
+    small = calibration_key(Settings(), EXPENSE, (local_engine, local_engine))
+    large = calibration_key(Settings(local_model="qwen2.5-coder-1.5b"), EXPENSE, (qwen_engine, qwen_engine))
+    with session_factory(db)() as session:
+        session.add_all([_calibration(small, None), _calibration(large, 0.5)])
+        session.commit()
+    texts = [
+        {"id": "a", "text": "Taxi 35 EUR, 2024-03-03, Tom"},
+        {"id": "b", "text": "Lunch 12.50 USD on 2024-03-04, Maria"},
+    ]
+    first = runner.invoke(
+        app, ["run", str(write_jsonl(texts)), "--schema", "expense", "--escalate-to", STRONGER]
+    )
+    assert first.exit_code == 0, first.output
+    with session_factory(db)() as session:
+        waiting = session.scalars(select(RetryEntry)).all()
+        rows = {r.record_id: r for r in session.scalars(select(Result))}
+    assert all(r.status != "ok" for r in rows.values())  # nothing certified by the small model
+    escalated = {e.record_id for e in waiting if e.kind == "escalation" and e.escalate_to == STRONGER}
+    assert escalated and escalated == {i for i, r in rows.items() if r.status == "partial"}
+
+    again = runner.invoke(app, ["retry", "--kind", "escalation"])
+    assert again.exit_code == 0, again.output
+    with session_factory(db)() as session:
+        results = {key: r for key, r in session.execute(select(Record.key, Result).join(Result))}
+        left = session.scalars(select(RetryEntry).where(RetryEntry.kind == "escalation")).all()
+    assert left == []  # read by the stronger model: nothing else waits for it
+    for key, result in results.items():
+        if result.record_id not in escalated:
+            continue
+        certified = [t for t in result.trust if t.get("certified_by")]
+        assert certified and all(t["certified_by"] == qwen_engine.model for t in certified), key
+        for entry in certified:  # the row holds what the stronger model certified
+            assert result.data.get(entry["path"]) == entry["value"], (key, entry["path"])
+
+    # the same texts again under new ids (greedy: the small model is unsure of them again), read by the
+    # stronger model before the run ends
+    same = [
+        {"id": f"{t['id']}2", "text": t["text"]}
+        for t in texts
+        if t["id"] in {k for k, r in results.items() if r.record_id in escalated}
+    ]
+    now = runner.invoke(app, ["run", str(write_jsonl(same, "again.jsonl")), "--schema", "expense",
+                              "--escalate-to", STRONGER, "--escalate", "now"])  # fmt: skip
+    assert now.exit_code == 0, now.output
+    assert f"{len(same)} records read again by the stronger reader" in " ".join(now.output.split())
+    with session_factory(db)() as session:
+        rows = session.scalars(
+            select(Result).join(Record).where(Record.key.in_([t["id"] for t in same]))
+        ).all()
+        assert session.scalars(select(RetryEntry).where(RetryEntry.kind == "escalation")).all() == []
+    assert len(rows) == len(same)
+    for row in rows:
+        assert any(t.get("certified_by") == qwen_engine.model for t in row.trust), json.dumps(row.trust)[:500]
