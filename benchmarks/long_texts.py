@@ -33,12 +33,12 @@ from typing import Any
 from formwork.schemas.registry import Schema, load_schema
 from formwork.schemas.roles import schema_roles
 from formwork.tasks.calls import ExtractOptions
-from formwork.tasks.completeness import INCOMPLETE
 from formwork.tasks.engines import open_engines
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.extract import extract_safely
-from formwork.tasks.long_text import part_schema, plan_parts
-from formwork.tasks.merge import merge
+from formwork.tasks.long.completeness import INCOMPLETE
+from formwork.tasks.long.merge import merge
+from formwork.tasks.long.plan import part_schema, plan_parts
 from formwork.tasks.settings import Settings
 from formwork.tasks.validate import EMPTY_ROW, Verdict, judge
 

@@ -1,7 +1,7 @@
 """What each top-level field of a schema is when a long text is read in parts: a header or items.
 
 A long text (a receipt of sixty lines, a monthly statement, a mail thread) is extracted part by part
-(tasks/long_text.py), and the parts' rows are merged. How a field merges depends on its role:
+(tasks/long/), and the parts' rows are merged. How a field merges depends on its role:
 - **items**: an array of things the text lists (line items, the expenses of a statement, the contacts
   of a thread): each part gives the items it reads, and the merged row holds them all, in order of
   first appearance, duplicates from the parts' overlap removed;

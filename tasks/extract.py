@@ -30,7 +30,8 @@ from formwork.schemas.registry import Schema
 from formwork.tasks.calls import BUDGET_CAP, RANK, Caller, ExtractOptions, Outcome, better
 from formwork.tasks.engines.base import Completion, Engine, EngineError, Sampling
 from formwork.tasks.fit import fit_source
-from formwork.tasks.long_text import check_whole, extract_long, plan_parts
+from formwork.tasks.long.partwise import check_whole, extract_long
+from formwork.tasks.long.plan import plan_parts
 from formwork.tasks.modes import extract_single_pass
 from formwork.tasks.presets import guard, preset
 from formwork.tasks.prompts import formatting_messages, reasoning_messages
@@ -60,7 +61,7 @@ def extract_record(
     `meta` is the record's meta; its `reference_date` lets relative dates count as grounded.
     `outcome`, when given, is filled in place, so its calls survive an exception (`extract_safely`).
     `asked`: what the first formatting attempt is told was wrong before (a long text's part read
-    again because it gave no items, tasks.long_text).
+    again because it gave no items, tasks.long).
     """
     outcome = outcome or Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     if options.mode != "two-pass":
@@ -131,7 +132,7 @@ def extract_safely(
 ) -> Outcome:
     """`extract_record`, with an unmapped fault failing this record instead of the whole batch; the
     model calls made before the fault are kept (they were paid for, and they show what happened).
-    A text too long for the context is read in parts and merged (tasks.long_text)."""
+    A text too long for the context is read in parts and merged (tasks.long)."""
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     try:
         try:

@@ -107,7 +107,7 @@ class Settings(BaseSettings):
     split_long_texts: bool = Field(
         True,
         description="a text too long for the context is read in parts on its natural units and the "
-        "parts merged (tasks/long_text.py); false: cut it to fit (never ok)",
+        "parts merged (tasks/long/); false: cut it to fit (never ok)",
     )
     max_parts: int = Field(
         8,

@@ -28,12 +28,12 @@ from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import SchemaProblem, load_checked_body, load_schema
 from formwork.schemas.roles import part_body, role_problems, schema_roles
 from formwork.tasks.calls import ExtractOptions
-from formwork.tasks.completeness import INCOMPLETE, missing_keys, missing_rows
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.fit import CUT
-from formwork.tasks.long_text import part_options, part_schema, plan_parts
-from formwork.tasks.merge import merge
-from formwork.tasks.split import Part, split_text
+from formwork.tasks.long.completeness import INCOMPLETE, missing_keys, missing_rows
+from formwork.tasks.long.merge import merge
+from formwork.tasks.long.parts import Part, split_text
+from formwork.tasks.long.plan import part_options, part_schema, plan_parts
 from formwork.tasks.validate import Verdict, judge
 
 RECEIPT = load_schema("receipt")

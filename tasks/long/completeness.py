@@ -2,10 +2,10 @@
 
 The failure users of other tools report most about long documents is a list that silently stops: the
 job says COMPLETED and holds the first few tens of entries. Each part was judged on what it says, not
-on what it left out, so the merged row of a long text (tasks/long_text.py) is also checked for what is
+on what it left out, so the merged row of a long text (tasks/long/partwise.py) is also checked for what is
 missing; a failed check makes it `partial` with the reason, never `ok`:
 - a part whose text shows table rows gave no items at all (that part alone is read once more first,
-  told so: tasks/long_text.py);
+  told so: tasks/long/partwise.py);
 - fewer items than the text's tables have rows (header rows apart), where the items are objects
   (records, not a list of tags); a text read whole is checked for this too;
 - an items field keyed by an e-mail (`x-key`) leaves out an address the text writes; a text read
@@ -23,7 +23,7 @@ from typing import Any
 from formwork.schemas.annotations import value_types
 from formwork.schemas.roles import Roles, item_node
 from formwork.tasks.grounding.spans import EMAIL
-from formwork.tasks.split import Part, table_headers
+from formwork.tasks.long.parts import Part, table_headers
 from formwork.tasks.validate import Verdict
 
 INCOMPLETE = "incomplete:"  # begins every reason this module gives (counted by benchmarks/long_texts.py)
@@ -74,7 +74,7 @@ def silent_parts(roles: Roles, source: str, parts: list[tuple[Part, Verdict]]) -
 
 def missing_rows(body: dict[str, Any], roles: Roles, source: str, data: dict[str, Any]) -> list[str]:
     """The reason, if the one items field of records (objects, not a list of tags) holds fewer items
-    than the text's tables have rows; checked for a text read whole too (tasks/long_text.py)."""
+    than the text's tables have rows; checked for a text read whole too (tasks/long/partwise.py)."""
     if len(roles.items) != 1:
         return []
     name = roles.items[0]

@@ -8,7 +8,7 @@ the next, finer kind only when it does not fit whole.
 
 Consecutive parts overlap by at least one unit (the previous part's last line, or its last sentence
 when that line is long), so an item that straddles two parts is read whole in one of them; the merge
-(tasks/merge.py) drops the copy the other part read. A table's header row is repeated at the top of
+(tasks/long/merge.py) drops the copy the other part read. A table's header row is repeated at the top of
 each part that starts among its rows, so each part knows what its columns are.
 
 Size is the caller's `fits`: in the engines' tokens, against the room tasks/fit.py leaves the source

@@ -1,6 +1,6 @@
 """Merge the rows of a long text's parts into one row, deterministically, and say what could not merge.
 
-Each part was judged on its own text (tasks/long_text.py); here its evidence is moved to where it
+Each part was judged on its own text (tasks/long/partwise.py); here its evidence is moved to where it
 stands in the whole text, and the parts' values are combined by each field's role (schemas/roles.py):
 - items: every part's items in order of first appearance; an item of a later part is the same item
   as a kept one when both are equal and written where the two parts overlap (the overlap was read
@@ -14,7 +14,7 @@ A part's refusals stay the merged row's (the part named after each, item paths a
 numbers them), except those about a header field another part stated or an item copy dropped; a
 failed part makes the row `partial` at best (its items are missing). The merged row is then judged
 against the user's own schema, as any row is, and checked for what it may leave out
-(tasks/completeness.py).
+(tasks/long/completeness.py).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from typing import Any
 from formwork.schemas.paths import Path, parse_path
 from formwork.schemas.registry import Schema
 from formwork.schemas.roles import Roles
-from formwork.tasks.completeness import completeness_problems
 from formwork.tasks.grounding.confidence import value_paths
-from formwork.tasks.split import Part
+from formwork.tasks.long.completeness import completeness_problems
+from formwork.tasks.long.parts import Part
 from formwork.tasks.validate import EMPTY_ROW, Verdict, as_written, field_errors, null_failures
 
 ITEM_PATH = re.compile(r"^([^.\[\]]+)\[(\d+)\](.*)$")
