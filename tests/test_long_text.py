@@ -394,3 +394,32 @@ def test_a_list_keyed_by_e_mail_that_leaves_an_address_out_is_incomplete() -> No
         assert reason == f"{INCOMPLETE} contacts leaves out 4 of the 5 email addresses the text writes"
         unsure = {"contacts": [c | {"email": None} for c in gold["contacts"]]}  # dropped below the bound
         assert missing_keys(schema.body, roles, text, unsure) == []
+
+
+class Counting:
+    """The real engine's tokenizer, with its calls counted: each is a `POST /tokenize` on a server."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine, self.calls = engine, 0
+        self.model, self.max_concurrency, self.context_window = engine.model, 1, engine.context_window
+
+    def count_tokens(self, text: str) -> int:
+        self.calls += 1
+        return self.engine.count_tokens(text)
+
+
+@pytest.mark.slow
+def test_planning_a_huge_text_counts_tokens_a_bounded_number_of_times(local_engine) -> None:
+    statement = load_schema(LONG_GOLD / "statement.schema.json")
+    huge = "\n".join(f"2024-05-{d % 28 + 1:02d}  Cafe table {d}  {d % 97 + 3}.50 EUR" for d in range(19_000))
+    assert len(huge) > 700_000
+    options = ExtractOptions()
+    counted, small = Counting(local_engine), Counting(local_engine)
+    plan = plan_parts(huge, statement, (counted, counted), options)
+    assert len(plan.parts) == options.max_parts and plan.cut_to == plan.parts[-1].end < len(huge)
+    assert all(part.end <= plan.cut_to for part in plan.parts), "nothing past the cut is planned"
+    tenth = huge[: len(huge) // 10]
+    assert plan_parts(tenth, statement, (small, small), options) == plan, "the same parts from a tenth of it"
+    # each part grows by doubling then halving: ~2 log2(lines a part holds) counts, never one a line
+    per_part = 2 * (len(plan.parts[0].text(huge).split("\n"))).bit_length() + 2
+    assert counted.calls <= options.max_parts * per_part and counted.calls <= small.calls + 2, counted.calls
