@@ -85,6 +85,19 @@ def test_the_parts_of_a_date_or_a_time_are_not_amounts(value: int) -> None:
     assert Source(f"{text}, tip {value}").values.number(value) is not None  # written as a number, it is
 
 
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("27 May   SAINSBURYS S/MKTS 0611                            27.18", 27.18),  # columns, no phone
+        ("合　計　　　　¥５，２４３", 5243),  # a full-width thousands comma
+        ("１２．５０ 円", 12.5),
+        ("我们3个，25人", 25),  # a CJK comma between numbers separates them
+    ],
+)
+def test_a_number_in_a_list_line_is_found(text: str, value: float) -> None:
+    assert Source(text).values.number(value) is not None
+
+
 def test_an_exact_number_is_exact() -> None:
     match = Source("Taxi 42.8 USD").values.number(42.8)
     assert match is not None and match.kind == "exact"

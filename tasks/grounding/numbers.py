@@ -20,17 +20,21 @@ from decimal import Decimal
 from formwork.tasks.grounding.reading import Reading, inside, overlaps
 
 # A digit run with optional grouping/decimal separators: 1,234.50 | 1.234,50 | 1'234 | 1234,5 | 1 234;
-# a plain or thin space joins only a group of exactly three digits ("2 nuits", "2024 30" stay apart).
-NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,'\u00a0\u202f]\d+|[ \u2009]\d{3}(?!\d))*")
-SEPARATOR = re.compile(r"([.,'\u00a0\u202f\u2009 ])")
+# a plain or thin space joins only a group of exactly three digits ("2 nuits", "2024 30" stay apart),
+# and so does a full-width comma (¥５，２４３), which is a CJK text's comma anywhere else ("1，2人").
+NUMBER = re.compile(r"(?<![\d.,])\d+(?:[.,．'\u00a0\u202f]\d+|[ \u2009，]\d{3}(?!\d))*")
+SEPARATOR = re.compile(r"([.,，．'\u00a0\u202f\u2009 ])")
+FULL_WIDTH = str.maketrans("，．", ",.")  # a Japanese till prints ¥５，２４３ in full width
 LOOSE = re.compile(r"[ \u2009]")  # a separator that may also stand between two numbers
 TIME = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?![\d:])")  # 12:30, 08:15:00
 # Identifier shapes whose digit groups are no amount: an IBAN, a phone number (a leading + or 0, or an
-# area code in brackets, and seven digits or more), a code of parts joined by - / _ # ("2024-0042").
+# area code in brackets, and seven digits or more, one space at most between groups: a statement's
+# "S/MKTS 0611" and, columns later, "27.18" are no phone), a code of parts joined by - / _ #
+# ("2024-0042").
 # A phone never starts inside a grouped amount: the "000 000" of "1 000 000.00" is its thousands.
 IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,}(?: ?[A-Z0-9]{1,4})?\b")
 PHONE = re.compile(
-    r"(?<![\w.,])(?<!\d[ \u2009\u00a0\u202f'])(?:\+|\(?0|\(\d{2,5}\) ?)\d[\d ()./-]{5,}\d(?![\w])"
+    r"(?<![\w.,])(?<!\d[ \u2009\u00a0\u202f'])(?:\+|\(?0|\(\d{2,5}\) ?)\d(?:[\d()./-]| (?! )){5,}\d(?![\w])"
 )
 CODE = re.compile(r"(?<![\w.,])[A-Za-z0-9]+(?:[-/_#][A-Za-z0-9]+)+(?![\w])")
 PLAIN = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # ASCII only: full-width "１２" is normalised
@@ -69,7 +73,7 @@ def token_values(token: str) -> set[Decimal]:
     A separator groups thousands only where every group after it has exactly three digits and all
     grouping separators are the same character; the last `.` or `,`, written once, may be the decimal
     point. A run that starts with a zero ("0170", "007") is a code, not an amount: no reading."""
-    parts = SEPARATOR.split(token)
+    parts = SEPARATOR.split(token.translate(FULL_WIDTH))
     digits, separators = parts[::2], parts[1::2]
     if len(digits[0]) > 1 and digits[0][0] == "0":
         return set()
