@@ -14,6 +14,12 @@ of an item that identify it (two items from different parts with the same key ar
 A part may not state a header field at all (the total stands on the last page only), so each part is
 read under `part_body`: every header field may be null and none is critical there; the merged row is
 then judged against the user's own schema like any other.
+
+A list may instead be read item by item (tasks/long/itemwise.py): each unit that holds one item (a
+table row, a line, a message) under `unit_body` (the item, or null), and the text around the units
+once under `header_body` (the header fields alone). `x-units` on an items property says what holds
+one item ("rows", "lines", "messages"), or "none" where items are named across sentences and the
+text is read in parts; without it the text's layout decides (tasks/long/read.py).
 """
 
 from __future__ import annotations
@@ -23,6 +29,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Role = Literal["items", "header"]
+HEADER_NOTE = (
+    "The text is what stands around a long list's items (its top, its totals): give the fields it states, "
+    "and null for a field it does not state."
+)
+UNIT_NOTE = (
+    "The text is one {noun} of a longer list: give the item it states, or null when it states none (a "
+    "heading, a total, a payment, or anything the list's description leaves out)."
+)
+UNIT_KINDS = ("rows", "lines", "messages", "none")  # x-units: what holds one item; none: read in parts
 PART_NOTE = (
     "The text is one part of a longer one: give only what this part states, and null for a field it "
     "does not state (another part may)."
@@ -36,6 +51,7 @@ class Roles:
     roles: dict[str, Role]
     keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
     inferred: frozenset[str] = frozenset()  # the fields whose role came from the shape, not x-split
+    units: dict[str, str] = field(default_factory=dict)  # an items field's `x-units`, where it says one
 
     @property
     def items(self) -> list[str]:
@@ -67,6 +83,7 @@ def schema_roles(body: dict[str, Any]) -> Roles:
     """The roles of `body`'s top-level properties (see the module docstring)."""
     roles: dict[str, Role] = {}
     keys: dict[str, tuple[str, ...]] = {}
+    units: dict[str, str] = {}
     inferred = set()
     for name, node in (body.get("properties") or {}).items():
         node = node if isinstance(node, dict) else {}
@@ -78,7 +95,9 @@ def schema_roles(body: dict[str, Any]) -> Roles:
             inferred.add(name)
         if roles[name] == "items" and isinstance(node.get("x-key"), list):
             keys[name] = tuple(str(k) for k in node["x-key"])
-    return Roles(roles, keys, frozenset(inferred))
+        if roles[name] == "items" and node.get("x-units") in UNIT_KINDS:
+            units[name] = node["x-units"]
+    return Roles(roles, keys, frozenset(inferred), units)
 
 
 def item_node(body: dict[str, Any], name: str) -> dict[str, Any]:
@@ -89,8 +108,9 @@ def item_node(body: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def role_problems(body: dict[str, Any]) -> list[str]:
-    """What is wrong with a schema's `x-split` and `x-key` annotations, as messages that say what to
-    change: a role other than the two, items on a non-array, a key naming no field of the item."""
+    """What is wrong with a schema's `x-split`, `x-units` and `x-key` annotations, as messages that say
+    what to change: a role other than the two, items or units on a non-array, a unit kind not known, a
+    key naming no field of the item."""
     problems = []
     for name, node in (body.get("properties") or {}).items():
         if not isinstance(node, dict):
@@ -101,6 +121,11 @@ def role_problems(body: dict[str, Any]) -> list[str]:
             problems.append(f"{where}: x-split is 'items' or 'header', not {split!r}")
         if split == "items" and not _is_array(node):
             problems.append(f"{where}: x-split 'items' needs an array (its type is {node.get('type')!r})")
+        units = node.get("x-units")
+        if units is not None and (units not in UNIT_KINDS or not _is_array(node)):
+            problems.append(
+                f"{where}: x-units is one of {', '.join(UNIT_KINDS)}, on an array (not {units!r})"
+            )
         if "x-key" in node:
             fields = (item_node(body, name).get("properties") or {}) if _is_array(node) else {}
             key = node["x-key"]
@@ -111,7 +136,7 @@ def role_problems(body: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _nullable(node: dict[str, Any]) -> dict[str, Any]:
+def nullable(node: dict[str, Any]) -> dict[str, Any]:
     """`node` that also accepts null, and is not critical: a part may not state it."""
     node = {k: v for k, v in node.items() if k not in ("x-critical", "default")}
     if "enum" in node and None not in node["enum"]:
@@ -132,7 +157,39 @@ def part_body(body: dict[str, Any]) -> dict[str, Any]:
     roles = schema_roles(body)
     part = copy.deepcopy(body)
     for name in roles.headers:
-        part["properties"][name] = _nullable(part["properties"][name])
+        part["properties"][name] = nullable(part["properties"][name])
     part["description"] = f"{body.get('description', '')} {PART_NOTE}".strip()
     part["title"] = f"{body.get('title', 'schema')} (part)"
     return part
+
+
+def header_body(body: dict[str, Any]) -> dict[str, Any]:
+    """The schema a list's header text (the text with its item units taken out, tasks/long/units.py)
+    is read under: the header fields alone, nullable and not critical, as a part's are."""
+    roles = schema_roles(body)
+    header = part_body(body)
+    header["properties"] = {name: header["properties"][name] for name in roles.headers}
+    header["required"] = [name for name in body.get("required", []) if name in roles.headers]
+    header["description"] = f"{body.get('description', '')} {HEADER_NOTE}".strip()
+    header["title"] = f"{body.get('title', 'schema')} (header)"
+    return header
+
+
+def unit_body(body: dict[str, Any], name: str, noun: str) -> dict[str, Any]:
+    """The schema one unit of the list `name` (a table row, a line, a message: `noun`) is read under:
+    the item it states, or null where it states none."""
+    listed = (body.get("properties") or {}).get(name, {}).get("description", "")
+    item = {
+        **item_node(body, name),
+        "description": f"The item this {noun} states, or null. The list: {listed}",
+    }
+    kept = {k: v for k, v in body.items() if k in ("$schema", "x-grounded-decoding")}
+    return kept | {
+        "title": f"{body.get('title', 'schema')} (one {noun})",
+        "description": UNIT_NOTE.format(noun=noun),
+        "type": "object",
+        "properties": {name: nullable(item)},
+        "required": [name],
+        "additionalProperties": False,
+        "x-empty-ok": True,  # a unit that states no item is an answer, not an empty row
+    }

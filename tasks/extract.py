@@ -30,8 +30,8 @@ from formwork.schemas.registry import Schema
 from formwork.tasks.calls import BUDGET_CAP, RANK, Caller, ExtractOptions, Outcome, better
 from formwork.tasks.engines.base import Completion, Engine, EngineError, Sampling
 from formwork.tasks.fit import fit_source
-from formwork.tasks.long.partwise import check_whole, extract_long
-from formwork.tasks.long.plan import plan_parts
+from formwork.tasks.long.partwise import check_whole
+from formwork.tasks.long.read import read_long
 from formwork.tasks.modes import extract_single_pass
 from formwork.tasks.presets import guard, preset
 from formwork.tasks.prompts import formatting_messages, reasoning_messages
@@ -132,17 +132,12 @@ def extract_safely(
 ) -> Outcome:
     """`extract_record`, with an unmapped fault failing this record instead of the whole batch; the
     model calls made before the fault are kept (they were paid for, and they show what happened).
-    A text too long for the context is read in parts and merged (tasks.long)."""
+    A long list is read item by item, a text too long for the context in parts (tasks.long.read)."""
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     try:
-        try:
-            plan = plan_parts(text, schema, engines, options)
-        except EngineError:
-            plan = None  # the context cannot hold the prompts: extract_record says so for the record
-        if plan is not None and len(plan.parts) > 1:
-            return extract_long(
-                record_id, text, schema, engines, options, plan, extract_record, meta, outcome
-            )
+        long = read_long(record_id, text, schema, engines, options, extract_record, meta, outcome)
+        if long is not None:
+            return long
         whole = extract_record(record_id, text, schema, *engines, options, meta, outcome=outcome)
         return check_whole(schema, text, whole)
     except Exception as exc:

@@ -23,11 +23,14 @@ from typing import Any
 from formwork.schemas.annotations import value_types
 from formwork.schemas.roles import Roles, item_node
 from formwork.tasks.grounding.spans import EMAIL
-from formwork.tasks.long.parts import Part, table_headers
+from formwork.tasks.long.layout import table_headers
+from formwork.tasks.long.parts import Piece
 from formwork.tasks.validate import Verdict
 
 INCOMPLETE = "incomplete:"  # begins every reason this module gives (counted by benchmarks/long_texts.py)
 TOTAL_NAME = re.compile(r"^(?:grand_?)?(?:total|sum)(?:_?amount)?$", re.IGNORECASE)
+# a mail's To, Cc and Bcc lines name people who were written to, not people who wrote
+ADDRESSED = re.compile(r"(?im)^[> ]*(?:to|cc|bcc|an|à|宛先|收件人|抄送)\s*[:：].*$")
 AMOUNT_NAME = re.compile(r"^(?:line_?)?(?:amount|price|total|cost|value)$", re.IGNORECASE)
 
 
@@ -61,13 +64,16 @@ def table_rows(text: str, start: int = 0, end: int | None = None) -> int:
     return rows
 
 
-def silent_parts(roles: Roles, source: str, parts: list[tuple[Part, Verdict]]) -> list[tuple[int, int]]:
-    """(part index, table rows it shows) for each part that was read but gave no items at all."""
+def silent_parts(roles: Roles, source: str, parts: list[tuple[Piece, Verdict]]) -> list[tuple[int, int]]:
+    """(part index, table rows it shows) for each part that was read for items but gave none (a
+    list's header text, read without its items field, is not asked for any)."""
     silent = []
     for index, (part, verdict) in enumerate(parts):
+        data = verdict.data if isinstance(verdict.data, dict) else {}
+        if verdict.status == "failed" or not any(name in data for name in roles.items):
+            continue
         shown = table_rows(source, part.start, part.end)
-        given = [verdict.data.get(n) for n in roles.items] if isinstance(verdict.data, dict) else []
-        if verdict.status != "failed" and roles.items and shown and not any(given):
+        if shown and not any(data.get(name) for name in roles.items):
             silent.append((index, shown))
     return silent
 
@@ -90,7 +96,8 @@ def missing_rows(body: dict[str, Any], roles: Roles, source: str, data: dict[str
 def missing_keys(body: dict[str, Any], roles: Roles, source: str, data: dict[str, Any]) -> list[str]:
     """The reason, if an items field identified by an e-mail (`x-key` naming a field of format email)
     has fewer items than the text has addresses, beyond those its items hold: a 1.5B model's `ok` row
-    of a five-mail thread held one of its five people. Checked for a text read whole too."""
+    of a five-mail thread held one of its five people. Checked for a text read whole too. Addresses
+    on a To, Cc or Bcc line are not counted: those people were written to."""
     problems, written = [], set[str]()
     for name in roles.items:
         fields = item_node(body, name).get("properties") or {}
@@ -98,7 +105,7 @@ def missing_keys(body: dict[str, Any], roles: Roles, source: str, data: dict[str
             node = fields.get(key) or {}
             if "email" not in (node.get("format"), node.get("x-format")):
                 continue
-            written = written or {m.group().casefold() for m in EMAIL.finditer(source)}
+            written = written or {m.group().casefold() for m in EMAIL.finditer(ADDRESSED.sub("", source))}
             listed = [item for item in data.get(name) or [] if isinstance(item, dict)]
             held = {str(item[key]).casefold() for item in listed if item.get(key)}
             # an item whose address was dropped (below its bound) may stand for one the text writes
@@ -112,11 +119,13 @@ def missing_keys(body: dict[str, Any], roles: Roles, source: str, data: dict[str
 
 
 def completeness_problems(
-    body: dict[str, Any], roles: Roles, source: str, parts: list[tuple[Part, Verdict]], merged: dict[str, Any]
-) -> list[str]:
-    """What the merged row of a long text leaves out, as reasons (see the module docstring)."""
+    body: dict[str, Any], roles: Roles, source: str, parts: list[tuple[Piece, Verdict]],
+    merged: dict[str, Any], names: list[str],
+) -> list[str]:  # fmt: skip
+    """What the merged row of a long text leaves out, as reasons (see the module docstring); `names`
+    says what each piece is ("part 2 of 3", "unit 5 of 29")."""
     problems = [
-        f"{INCOMPLETE} part {index + 1} of {len(parts)} gave no items though it shows {shown} table rows"
+        f"{INCOMPLETE} {names[index]} gave no items though it shows {shown} table rows"
         for index, shown in silent_parts(roles, source, parts)
     ]
     problems += missing_rows(body, roles, source, merged) + missing_keys(body, roles, source, merged)

@@ -28,8 +28,8 @@ from formwork.schemas.paths import Path, parse_path
 from formwork.schemas.registry import Schema
 from formwork.schemas.roles import Roles
 from formwork.tasks.grounding.confidence import value_paths
-from formwork.tasks.long.completeness import completeness_problems
-from formwork.tasks.long.parts import Part
+from formwork.tasks.long.completeness import INCOMPLETE, completeness_problems
+from formwork.tasks.long.parts import Piece
 from formwork.tasks.validate import EMPTY_ROW, Verdict, as_written, field_errors, null_failures
 
 ITEM_PATH = re.compile(r"^([^.\[\]]+)\[(\d+)\](.*)$")
@@ -49,7 +49,7 @@ def _about(message: str, name: str) -> bool:
     return message.startswith((f"{name} ", f"{name}:", f"{name}.", f"{name}["))
 
 
-def _shift(row: dict[str, Any], part: Part, index: int, path: str) -> dict[str, Any]:
+def _shift(row: dict[str, Any], part: Piece, index: int, path: str) -> dict[str, Any]:
     spans = [[part.to_whole(s), part.to_whole(max(s, e - 1)) + 1] for s, e in row.get("spans") or []]
     return {**row, "path": path, "spans": spans, "part": index + 1}
 
@@ -91,8 +91,10 @@ def _borrowed(verdict: Verdict, text: str, name: str, items: tuple[str, ...]) ->
 class _Merge:
     """One merge: the parts' verdicts, and the merged row's pieces as they are gathered."""
 
-    def __init__(self, schema: Schema, roles: Roles, source: str, parts: list[tuple[Part, Verdict]]):
-        self.schema, self.roles, self.source, self.parts = schema, roles, source, parts
+    def __init__(
+        self, schema: Schema, roles: Roles, source: str, parts: list[tuple[Piece, Verdict]], names: list[str]
+    ):
+        self.schema, self.roles, self.source, self.parts, self.names = schema, roles, source, parts, names
         # a failed part's values are never stored (as for any failed row): only the others merge
         self.usable = [(i, part, v) for i, (part, v) in enumerate(parts) if v.status != "failed"]
         self.data: dict[str, Any] = {}
@@ -108,7 +110,7 @@ class _Merge:
 
     def label(self, index: int) -> str:
         part = self.parts[index][0]
-        return f"part {index + 1} of {len(self.parts)} (characters {part.start}-{part.end})"
+        return f"{self.names[index]} (characters {part.start}-{part.end})"
 
     def overlap(self, earlier: int, later: int) -> tuple[int, int]:
         """The stretch of the whole text both parts read (empty when they do not overlap)."""
@@ -171,7 +173,7 @@ class _Merge:
             self.data[name] = said[0][1]
             self.stated.add(name)
         elif len(distinct) > 1:
-            shown = "; ".join(f"part {i + 1} says {json.dumps(v, ensure_ascii=False)}" for i, v in said)
+            shown = "; ".join(f"{self.names[i]} says {json.dumps(v, ensure_ascii=False)}" for i, v in said)
             self.conflicts.append(name)
             self.messages.append(f"{name}: the parts disagree ({shown}); nulled, as no part outranks another")
         for index, part, verdict in self.usable:
@@ -195,7 +197,9 @@ class _Merge:
         for index, (_, verdict) in enumerate(self.parts):
             if verdict.status == "failed":
                 reasons = "; ".join(verdict.errors)
-                self.messages.append(f"{self.label(index)} failed, so what it holds is missing: {reasons}")
+                self.messages.append(
+                    f"{INCOMPLETE} {self.label(index)} failed, so what it holds is missing: {reasons}"
+                )
                 continue
             for message in verdict.errors:
                 if message.startswith(EMPTY_ROW) or any(_about(message, h) for h in self.stated):
@@ -207,15 +211,23 @@ class _Merge:
                     if int(item[2]) not in renamed:
                         continue  # about a copy the merge dropped: the kept copy stands for it
                     message = f"{item[1]}[{renamed[int(item[2])]}]{message[item.end() :]}"
-                self.messages.append(f"{message} (part {index + 1} of {len(self.parts)})")
+                self.messages.append(f"{message} ({self.names[index]})")
 
 
-def merge(schema: Schema, roles: Roles, source: str, parts: list[tuple[Part, Verdict]]) -> Merged:
-    """One verdict for the whole text from its parts' verdicts (see the module docstring)."""
+def merge(
+    schema: Schema,
+    roles: Roles,
+    source: str,
+    parts: list[tuple[Piece, Verdict]],
+    names: list[str] | None = None,
+) -> Merged:
+    """One verdict for the whole text from its parts' verdicts (see the module docstring). `names` says
+    what each piece is in the row's reasons ("unit 3 of 29"); by default "part 2 of 3"."""
+    names = names or [f"part {i + 1} of {len(parts)}" for i in range(len(parts))]
     if all(verdict.status == "failed" for _, verdict in parts):
-        errors = [f"part {i + 1} of {len(parts)}: {e}" for i, (_, v) in enumerate(parts) for e in v.errors]
+        errors = [f"{names[i]}: {e}" for i, (_, v) in enumerate(parts) for e in v.errors]
         return Merged(Verdict("failed", None, errors), 0, ())
-    run = _Merge(schema, roles, source, parts)
+    run = _Merge(schema, roles, source, parts, names)
     for name in roles.items:
         run.items(name)
     for name in roles.headers:
@@ -232,7 +244,7 @@ def merge(schema: Schema, roles: Roles, source: str, parts: list[tuple[Part, Ver
     if data is None:
         verdict = Verdict("failed", run.data, run.messages, evidence=run.rows, values=run.values)
         return Merged(verdict, run.duplicates, tuple(run.conflicts))
-    run.messages += completeness_problems(schema.body, roles, source, parts, data)
+    run.messages += completeness_problems(schema.body, roles, source, parts, data, names)
     if not any(value_paths(schema.checked_body, data)) and not schema.body.get("x-empty-ok"):
         run.messages.append(f"{EMPTY_ROW}: every field is null in every part")
     status = "partial" if run.messages else "ok"

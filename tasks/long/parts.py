@@ -21,17 +21,30 @@ import itertools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
+
+from formwork.tasks.long.layout import MESSAGE, table_headers
 
 Span = tuple[int, int]
-MESSAGE = re.compile(
-    r"^(?:From: |-{2,} ?(?:Original Message|Forwarded message)|On .{3,200} wrote:\s*$"
-    r"|Le .{3,200} a écrit ?:|Am .{3,200} schrieb)",
-    re.MULTILINE | re.IGNORECASE,
-)
 PARAGRAPH = re.compile(r"\n[ \t]*\n")
 LINE = re.compile(r"\n")
 SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
-TABLE_SEPARATORS = ("|", "\t")
+
+
+class Piece(Protocol):
+    """What a merge reads of each piece of a text: where it stands in the whole, the text a model read,
+    and where each of its characters stood (a `Part`, or a list's unit or header text,
+    tasks/long/units.py)."""
+
+    @property
+    def start(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
+
+    def text(self, whole: str) -> str: ...
+
+    def to_whole(self, position: int) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -104,34 +117,6 @@ def _overlap_start(text: str, part: Span) -> int:
         sentences = [m.end() for m in SENTENCE.finditer(text, line, max(line, stop - 1))]
         line = sentences[-1] if sentences else end
     return line
-
-
-def table_headers(text: str) -> list[tuple[int, int, int]]:
-    """Each table in `text` as (header start, header end, table end): three or more consecutive lines
-    with the same number of `|` (or tab) separators; the header is its first line, with a `---` rule
-    line under it when there is one."""
-    tables, lines, at = [], [], 0
-    for line in text.split("\n"):
-        lines.append((at, at + len(line) + 1, line))
-        at += len(line) + 1
-    run: list[tuple[int, int, str]] = []
-
-    def close() -> None:
-        if len(run) >= 3:
-            header_end = run[1][1] if set(run[1][2]) <= set("|-:+ \t") else run[0][1]
-            tables.append((run[0][0], min(header_end, len(text)), min(run[-1][1], len(text))))
-
-    def shape(line: str) -> tuple[int, int]:
-        return tuple(line.count(sep) for sep in TABLE_SEPARATORS)  # type: ignore[return-value]
-
-    for entry in lines:
-        if run and shape(entry[2]) == shape(run[-1][2]) and any(shape(entry[2])):
-            run.append(entry)
-            continue
-        close()
-        run = [entry] if any(shape(entry[2])) else []
-    close()
-    return tables
 
 
 def _furthest(first: int, fits: Callable[[int], bool], known: Callable[[int], bool]) -> int:

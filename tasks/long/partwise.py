@@ -34,7 +34,8 @@ from formwork.tasks.validate import Verdict
 PerRecord = Callable[..., Outcome]  # tasks.extract.extract_record, passed in (it dispatches here)
 
 
-def _finish(outcomes: list[Outcome], name: str) -> str | None:
+def finish_of(outcomes: list[Outcome], name: str) -> str | None:
+    """The finish reason the record stores for pieces read apart: the first that was not `stop`."""
     finishes = [getattr(o, name) for o in outcomes]
     return next((f for f in finishes if f not in ("stop", None)), finishes[-1] if finishes else None)
 
@@ -78,8 +79,8 @@ def extract_long(
     merged = merge(schema, roles, text, judged)
     outcome.verdict = merged.verdict
     outcome.attempts = max(o.attempts for o in done)
-    outcome.reasoning_finish = _finish(done, "reasoning_finish")
-    outcome.formatting_finish = _finish(done, "formatting_finish")
+    outcome.reasoning_finish = finish_of(done, "reasoning_finish")
+    outcome.formatting_finish = finish_of(done, "formatting_finish")
     outcome.settle(options, plan.cut_to)
     return outcome
 

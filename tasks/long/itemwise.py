@@ -1,0 +1,194 @@
+"""Read a list item by item: each unit that holds one item on its own, many at once, then merge.
+
+A part of twenty lines asks a small model to hold and restate twenty items; it lists a third of them
+and its JSON loops on the last (BENCHMARKS section 30). One unit asks for one item. So each unit
+(tasks/long/units.py) gets one constrained call under `schemas.roles.unit_body` (the item, or null
+where the unit states none), with grounded decoding against the unit's own text: a value can only
+come from its own line. The prompt puts what every unit shares first (the instructions and the field
+guide) and the unit last, so an engine that keeps a prompt's prefix (the embedded engine's slots,
+vLLM's prefix cache) evaluates only the unit. Units go to the engine together, as many as it takes
+at once. Each unit is read once: grounded decoding leaves little for a retry to fix, and a text's
+calls stay bounded by its units. A unit's call is stored like any other, with the unit it read
+(`judged["unit"]`).
+
+The header fields are read once, through the record's own pipeline (both passes where the run has
+two), from the text with the units taken out (`judged["header"]`), under `schemas.roles.header_body`.
+The header and the units then merge as parts do (tasks/long/merge.py: items in text order with their
+spans in the whole text, keyed by `x-key`, checked for completeness). A list longer than
+`max_parts` x `UNITS_PER_PART` units is read in its first units and cut after them, never `ok`. Where
+the items do not add up to the stated total, the row names the units that gave no item.
+"""
+
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+from formwork.schemas.budget import format_budget
+from formwork.schemas.registry import Schema
+from formwork.schemas.roles import header_body, unit_body
+from formwork.tasks.calls import Caller, ExtractOptions, Outcome
+from formwork.tasks.engines.base import Completion, Engine, EngineError, Message
+from formwork.tasks.fit import fit_source
+from formwork.tasks.long.completeness import INCOMPLETE
+from formwork.tasks.long.merge import merge
+from formwork.tasks.long.partwise import PerRecord, finish_of
+from formwork.tasks.long.plan import roles_of
+from formwork.tasks.long.units import Kind, Layout, Unit
+from formwork.tasks.presets import guard, preset
+from formwork.tasks.prompts import field_guide
+from formwork.tasks.validate import Verdict, judge
+
+UNITS_PER_PART = 30  # a list is read in at most max_parts x this many units: what max_parts parts hold
+NOUNS: dict[Kind, str] = {"rows": "table row", "lines": "line", "messages": "mail message"}
+SHOWN = 6  # units named in a reason, at most
+_schemas: dict[tuple[str, str], Schema] = {}
+
+
+def _derived(schema: Schema, what: str, body: dict[str, Any]) -> Schema:
+    return Schema(schema.name, schema.version, body, f"{schema.source} ({what})")
+
+
+def unit_schema(schema: Schema, kind: Kind) -> Schema:
+    """The schema each unit of kind `kind` is read under, built once per schema and kind."""
+    if (schema.digest, kind) not in _schemas:
+        body = unit_body(schema.body, roles_of(schema).items[0], NOUNS[kind])
+        _schemas[(schema.digest, kind)] = _derived(schema, f"one {NOUNS[kind]}", body)
+    return _schemas[(schema.digest, kind)]
+
+
+def header_schema(schema: Schema) -> Schema:
+    """The schema a list's header text is read under, built once per schema."""
+    if (schema.digest, "header") not in _schemas:
+        _schemas[(schema.digest, "header")] = _derived(schema, "header", header_body(schema.body))
+    return _schemas[(schema.digest, "header")]
+
+
+def unit_messages(reading: Schema, kind: Kind, unit: Unit, whole: str) -> list[Message]:
+    """The prompt for one unit: what all units share first, then what is shown above the unit (its
+    table's header row, its section's heading), then the unit."""
+    noun, name = NOUNS[kind], next(iter(reading.properties))
+    above = f"Above it in the text:\n{unit.context}\n\n" if unit.context else ""
+    return [
+        {"role": "system", "content": "You extract facts from messages into JSON."},
+        {
+            "role": "user",
+            "content": (
+                f"Fields:\n{field_guide(reading)}\n\nAnswer with one JSON object whose key {name} holds the "
+                f"item this {noun} states, or null.\n\n{above}The {noun}:\n{unit.text(whole)}"
+            ),
+        },
+    ]
+
+
+def _as_part(verdict: Verdict, name: str) -> Verdict:
+    """A unit's verdict as a part's, which the merge reads: its item as a list of one (or none), and
+    every path and reason about it as the list's first item (`expenses.amount` -> `expenses[0].amount`)."""
+    about = re.compile(rf"^{re.escape(name)}(?=$|[.\[ :])")
+
+    def moved(path: str) -> str:
+        return about.sub(f"{name}[0]", path)
+
+    data = verdict.data
+    if isinstance(data, dict):
+        data = {name: [] if data.get(name) is None else [data[name]]}
+    return replace(
+        verdict,
+        data=data,
+        errors=[moved(e) for e in verdict.errors],
+        nulled=[moved(p) for p in verdict.nulled],
+        evidence=[{**row, "path": moved(row["path"])} for row in verdict.evidence],
+        values=[{**row, "path": moved(row["path"])} for row in verdict.values],
+    )
+
+
+def _read_unit(
+    record_id: int, index: int, layout: Layout, text: str, schema: Schema, engine: Engine,
+    options: ExtractOptions, meta: dict[str, Any] | None,
+) -> Outcome:  # fmt: skip
+    """One unit's one constrained call, judged against the unit's own text."""
+    assert layout.kind is not None
+    unit, reading = layout.units[index], unit_schema(schema, layout.kind)
+    source = unit.text(text)
+    outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=1)
+    budget = options.format_max_tokens or format_budget(reading.grammar_body)
+    sampling = guard(preset(options.preset, budget), allow_chat=options.allow_chat_in_constrained)
+    try:
+        fitted = fit_source(source, reading, (engine,), 0, budget)  # a message may be long
+        grammar = options.formatting_grammar(reading, fitted.text, meta)
+        messages = unit_messages(reading, layout.kind, replace(unit, end=unit.start + len(fitted.text)), text)
+        done = Caller(outcome)(engine, "formatting", messages, sampling, grammar)
+        no_reasoning = Completion("", "stop", 0, 0, 0.0, engine.model)
+        outcome.verdict = judge(reading, fitted.text, no_reasoning, done, meta=meta, **options.judging())
+        outcome.formatting_finish = done.finish_reason
+        outcome.settle(options, len(fitted.text) if fitted.cut else None)
+    except EngineError as exc:
+        outcome.verdict = Verdict("failed", None, [f"engine error: {exc}"])
+        outcome.retryable, outcome.queueable = exc.retryable, exc.retryable
+    where = {"index": index + 1, "of": len(layout.units), "span": [unit.start, unit.end], "kind": layout.kind}
+    for call in outcome.calls:
+        call.judged = {**outcome.verdict.judged(), "unit": where}
+    return outcome
+
+
+def _unread(name: str, names: list[str], verdicts: list[Verdict], text: str, layout: Layout) -> list[str]:
+    """Where the items do not add up to the total: the units that gave no item, named."""
+    empty = [
+        f"{label} ({layout.units[i].text(text).split(chr(10))[0].strip()[:60]!r})"
+        for i, (label, verdict) in enumerate(zip(names, verdicts, strict=True))
+        if isinstance(verdict.data, dict) and not verdict.data.get(name)
+    ]
+    if not empty:
+        return []
+    more = f" and {len(empty) - SHOWN} more" if len(empty) > SHOWN else ""
+    return [f"{INCOMPLETE} {len(empty)} units gave no item: {'; '.join(empty[:SHOWN])}{more}"]
+
+
+def extract_items(
+    record_id: int, text: str, schema: Schema, engines: tuple[Engine, Engine], options: ExtractOptions,
+    layout: Layout, per_record: PerRecord, meta: dict[str, Any] | None, outcome: Outcome,
+) -> Outcome:  # fmt: skip
+    """Read the header text once and every unit of `layout` on its own, merge, and settle the row."""
+    roles, limit = roles_of(schema), options.max_parts * UNITS_PER_PART
+    name, units = roles.items[0], layout.units[:limit]
+    cut_to = units[-1].end if len(layout.units) > limit else None
+    layout = replace(layout, units=units)
+    workers = max(1, min(engine.max_concurrency for engine in engines))
+    with ThreadPoolExecutor(workers, thread_name_prefix="formwork-unit") as pool:
+        header = None
+        if roles.headers:
+            each = replace(options, ok_vouched=True)  # vouched once, for the whole
+            shown = layout.header.text(text)
+            header = pool.submit(per_record, record_id, shown, header_schema(schema), *engines, each, meta)
+        read = [
+            pool.submit(_read_unit, record_id, i, layout, text, schema, engines[0], options, meta)
+            for i in range(len(units))
+        ]
+        done = ([header.result()] if header else []) + [future.result() for future in read]
+    if header:
+        for call in done[0].calls:
+            call.judged = {**(call.judged or {}), "header": {"spans": [list(s) for s in layout.header.spans]}}
+    for got in done:
+        outcome.calls += got.calls
+    outcome.attempts = max(o.attempts for o in done)
+    failed = next((o for o in done if o.retryable), None)
+    if failed:  # the engine failed: the whole record is retried, not a merge of the rest
+        outcome.verdict, outcome.retryable, outcome.queueable = failed.verdict, True, failed.queueable
+        return outcome
+    verdicts = [_as_part(o.verdict, name) for o in done[len(done) - len(units) :]]
+    names = [f"unit {i + 1} of {len(units)}" for i in range(len(units))]
+    pieces = list(zip(units, verdicts, strict=True))
+    if header:
+        pieces, names = [(layout.header, done[0].verdict), *pieces], ["the header text", *names]
+    merged = merge(schema, roles, text, pieces, names).verdict
+    if any("add up to" in e for e in merged.errors if e.startswith(INCOMPLETE)):
+        merged = replace(
+            merged, errors=[*merged.errors, *_unread(name, names[-len(units) :], verdicts, text, layout)]
+        )
+    outcome.verdict = merged
+    outcome.reasoning_finish = finish_of(done, "reasoning_finish")
+    outcome.formatting_finish = finish_of(done, "formatting_finish")
+    outcome.settle(options, cut_to)
+    return outcome
