@@ -14,9 +14,9 @@ calls stay bounded by its units. A unit's call is stored like any other, with th
 The header fields are read once, through the record's own pipeline (both passes where the run has
 two), from the text with the units taken out (`judged["header"]`), under `schemas.roles.header_body`.
 The header and the units then merge as parts do (tasks/long/merge.py: items in text order with their
-spans in the whole text, keyed by `x-key`, checked for completeness). A list longer than
-`max_parts` x `UNITS_PER_PART` units is read in its first units and cut after them, never `ok`. Where
-the items do not add up to the stated total, the row names the units that gave no item.
+spans in the whole text, keyed by `x-key`, checked for completeness). A list cut after its first
+units (tasks/long/read.py) is never `ok`. Where the items do not add up to the stated total, the row
+names the units that gave no item.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ from formwork.tasks.presets import guard, preset
 from formwork.tasks.prompts import field_guide
 from formwork.tasks.validate import Verdict, judge
 
-UNITS_PER_PART = 30  # a list is read in at most max_parts x this many units: what max_parts parts hold
 NOUNS: dict[Kind, str] = {"rows": "table row", "lines": "line", "messages": "mail message"}
 SHOWN = 6  # units named in a reason, at most
 _schemas: dict[tuple[str, str], Schema] = {}
@@ -151,10 +150,8 @@ def extract_items(
     layout: Layout, per_record: PerRecord, meta: dict[str, Any] | None, outcome: Outcome,
 ) -> Outcome:  # fmt: skip
     """Read the header text once and every unit of `layout` on its own, merge, and settle the row."""
-    roles, limit = roles_of(schema), options.max_parts * UNITS_PER_PART
-    name, units = roles.items[0], layout.units[:limit]
-    cut_to = units[-1].end if len(layout.units) > limit else None
-    layout = replace(layout, units=units)
+    roles, units = roles_of(schema), layout.units
+    name = roles.items[0]
     workers = max(1, min(engine.max_concurrency for engine in engines))
     with ThreadPoolExecutor(workers, thread_name_prefix="formwork-unit") as pool:
         header = None
@@ -190,5 +187,5 @@ def extract_items(
     outcome.verdict = merged
     outcome.reasoning_finish = finish_of(done, "reasoning_finish")
     outcome.formatting_finish = finish_of(done, "formatting_finish")
-    outcome.settle(options, cut_to)
+    outcome.settle(options, layout.cut_to)
     return outcome

@@ -6,7 +6,9 @@ list of records and the list is long enough to pay for it (`MIN_UNITS`, measured
 whole otherwise. A schema may say what holds one item (`x-units` on its items property: "rows",
 "lines", "messages"), which reads the list item by item whenever units of that kind are found, or
 "none" (items named across sentences of prose), which never does. `split_long_texts = false` reads
-every text whole (cut where it does not fit, never `ok`).
+every text whole (cut where it does not fit, never `ok`). A list of more than `max_parts` x
+`UNITS_PER_PART` units (a statement of ten thousand lines) is read in that many and cut after them,
+never `ok`, as a text of more than `max_parts` parts is: a record's calls stay bounded.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from formwork.tasks.long.plan import plan_parts, roles_of, splittable
 from formwork.tasks.long.units import Layout, find_units
 
 MIN_UNITS = 8  # fewer units: a list short enough to read whole (BENCHMARKS section 34)
+UNITS_PER_PART = 30  # a list is read in at most max_parts x this many units: what max_parts parts hold
 
 
 def units_to_read(text: str, schema: Schema, options: ExtractOptions) -> Layout | None:
@@ -39,7 +42,7 @@ def units_to_read(text: str, schema: Schema, options: ExtractOptions) -> Layout 
     layout = find_units(text, declared)  # type: ignore[arg-type]
     if not layout.units or (declared is None and len(layout.units) < MIN_UNITS):
         return None
-    return layout
+    return layout.limited(options.max_parts * UNITS_PER_PART)
 
 
 def read_long(

@@ -21,7 +21,7 @@ read once for the header fields: the text with the units taken out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from formwork.tasks.long.layout import MESSAGE, QUOTED_MESSAGE, Line, lines_of, table_headers
@@ -75,11 +75,19 @@ class Excerpt:
 
 @dataclass(frozen=True)
 class Layout:
-    """The units a text's list is read in (none where it shows no list), and its header text."""
+    """The units a text's list is read in (none where it shows no list), its header text, and where
+    the list was cut when it had more units than are read (`limited`)."""
 
     kind: Kind | None
     units: tuple[Unit, ...]
     header: Excerpt
+    cut_to: int | None = None
+
+    def limited(self, most: int) -> Layout:
+        """The first `most` units, cut after the last of them (the header text stays whole)."""
+        if len(self.units) <= most:
+            return self
+        return replace(self, units=self.units[:most], cut_to=self.units[most - 1].end)
 
 
 def _messages(text: str) -> list[Unit]:
