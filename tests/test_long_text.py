@@ -428,3 +428,12 @@ def test_planning_a_huge_text_counts_tokens_a_bounded_number_of_times(local_engi
     # each part grows by doubling then halving: ~2 log2(lines a part holds) counts, never one a line
     per_part = 2 * (len(plan.parts[0].text(huge).split("\n"))).bit_length() + 2
     assert counted.calls <= options.max_parts * per_part and counted.calls <= small.calls + 2, counted.calls
+
+
+def test_a_failed_merged_row_still_says_what_it_leaves_out() -> None:
+    parts = perfect_parts()
+    last, _ = parts[-1]
+    parts[-1] = (last, Verdict("failed", None, ["no JSON came back"]))  # it alone states the total
+    merged = merge(RECEIPT, ROLES, TEXT, parts)
+    assert merged.verdict.status == "failed", "the total is critical"
+    assert any(e.startswith(f"{INCOMPLETE} items holds") for e in merged.verdict.errors), merged.verdict.errors

@@ -241,10 +241,10 @@ def merge(
         run.nulled = sorted({*run.nulled, *nulled})
         conflicted = {(name,) for name in run.conflicts}  # already said, with what each part gave
         run.messages += [message for path, message in failures if path[:1] not in conflicted]
-    if data is None:
+    run.messages += completeness_problems(schema.body, roles, source, parts, data or run.data, names)
+    if data is None:  # a failed row says what it leaves out too: a miss is never silent
         verdict = Verdict("failed", run.data, run.messages, evidence=run.rows, values=run.values)
         return Merged(verdict, run.duplicates, tuple(run.conflicts))
-    run.messages += completeness_problems(schema.body, roles, source, parts, data, names)
     if not any(value_paths(schema.checked_body, data)) and not schema.body.get("x-empty-ok"):
         run.messages.append(f"{EMPTY_ROW}: every field is null in every part")
     status = "partial" if run.messages else "ok"
