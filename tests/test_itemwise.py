@@ -103,8 +103,14 @@ class Lister:
 
     model, context_window = "scripted", 8192
 
-    def __init__(self, skipped: int | None = None, failing: int | None = None, slots: int = 4) -> None:
-        self.skipped, self.failing, self.max_concurrency, self.units = skipped, failing, slots, 0
+    def __init__(self, skipped: int | None = None, failing: int | None = None, header: dict = HEADER) -> None:
+        self.skipped, self.failing, self.header, self.max_concurrency, self.units = (
+            skipped,
+            failing,
+            header,
+            4,
+            0,
+        )
         self.by_line = {unit.text(TEXT): item for unit, item in zip(LAYOUT.units, answers(), strict=True)}
 
     def count_tokens(self, text: str) -> int:
@@ -115,7 +121,7 @@ class Lister:
         if schema is None:
             return Completion("the header as stated", "stop", 1, 1, 0.0, self.model)
         if "The line:\n" not in prompt:  # the header text
-            shown = json.dumps(HEADER)
+            shown = json.dumps(self.header)
         else:
             line = prompt.split("The line:\n", 1)[1]
             index = [unit.text(TEXT) for unit in LAYOUT.units].index(line)
@@ -137,6 +143,18 @@ def test_a_unit_read_as_no_item_is_named_where_the_items_do_not_add_up() -> None
     (named,) = [e for e in outcome.verdict.errors if "units gave no item" in e]
     assert named.startswith(f"{INCOMPLETE} 6 units gave no item: unit 1 of 29 ('07 May   PAYMENT RECEIVED")
     assert "unit 7 of 29 ('10 May   SHELL ISLINGTON 4432" in named, "the skipped one with the others"
+
+
+def test_units_read_as_no_item_are_vouched_for_by_the_total_alone() -> None:
+    engine = Lister()
+    outcome = extract_safely(1, TEXT, STATEMENT, (engine, engine), ExtractOptions(max_attempts=1), META)
+    assert outcome.verdict.status == "ok" and outcome.verdict.data == GOLD, "the total adds up"
+    engine = Lister(header=HEADER | {"total": None})  # no total read: nothing vouches for the five
+    outcome = extract_safely(1, TEXT, STATEMENT, (engine, engine), ExtractOptions(max_attempts=1), META)
+    assert outcome.verdict.status == "partial"
+    assert any(
+        e.startswith(f"{INCOMPLETE} 5 units gave no item: unit 1 of 29") for e in outcome.verdict.errors
+    )
 
 
 def test_a_unit_the_engine_fails_on_retries_the_whole_record() -> None:

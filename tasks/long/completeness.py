@@ -18,6 +18,7 @@ missing; a failed check makes it `partial` with the reason, never `ok`:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from formwork.schemas.annotations import value_types
@@ -52,6 +53,40 @@ def total_of(body: dict[str, Any], roles: Roles) -> tuple[str, str, str] | None:
     item = item_node(body, roles.items[0]).get("properties") or {}
     amounts = [n for n, node in item.items() if AMOUNT_NAME.match(n) and _numeric(node)]
     return (totals[0], roles.items[0], amounts[0]) if len(amounts) == 1 else None
+
+
+@dataclass(frozen=True)
+class Sum:
+    """The items' amounts added beside the total the text states (`total_of`)."""
+
+    total_field: str
+    items: str
+    amount: str
+    added: float
+    total: float
+    count: int
+
+    @property
+    def agrees(self) -> bool:
+        return abs(self.added - self.total) <= 0.01 * self.count  # a cent of rounding per item
+
+
+def adds_up(body: dict[str, Any], roles: Roles, merged: dict[str, Any]) -> Sum | None:
+    """The items' amounts against the stated total, or None where there is no check: no total field,
+    no total stated, or an item without an amount."""
+    summed = total_of(body, roles)
+    if not summed:
+        return None
+    total_field, items_field, amount_field = summed
+    total, items = merged.get(total_field), merged.get(items_field) or []
+    amounts = [item.get(amount_field) if isinstance(item, dict) else None for item in items]
+    if (
+        not isinstance(total, int | float)
+        or not amounts
+        or not all(isinstance(a, int | float) for a in amounts)
+    ):
+        return None
+    return Sum(total_field, items_field, amount_field, round(sum(amounts), 2), total, len(amounts))
 
 
 def table_rows(text: str, start: int = 0, end: int | None = None) -> int:
@@ -129,16 +164,10 @@ def completeness_problems(
         for index, shown in silent_parts(roles, source, parts)
     ]
     problems += missing_rows(body, roles, source, merged) + missing_keys(body, roles, source, merged)
-    summed = total_of(body, roles)
-    if summed:
-        total_field, items_field, amount_field = summed
-        total, items = merged.get(total_field), merged.get(items_field) or []
-        amounts = [item.get(amount_field) if isinstance(item, dict) else None for item in items]
-        if isinstance(total, int | float) and amounts and all(isinstance(a, int | float) for a in amounts):
-            added = round(sum(amounts), 2)
-            if abs(added - total) > 0.01 * len(amounts):
-                problems.append(
-                    f"{INCOMPLETE} the {items_field}' {amount_field} add up to {added:g}, the {total_field} "
-                    f"is {total:g}: an item may be missing or misread"
-                )
+    checked = adds_up(body, roles, merged)
+    if checked is not None and not checked.agrees:
+        problems.append(
+            f"{INCOMPLETE} the {checked.items}' {checked.amount} add up to {checked.added:g}, the "
+            f"{checked.total_field} is {checked.total:g}: an item may be missing or misread"
+        )
     return problems

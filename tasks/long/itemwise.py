@@ -15,8 +15,9 @@ The header fields are read once, through the record's own pipeline (both passes 
 two), from the text with the units taken out (`judged["header"]`), under `schemas.roles.header_body`.
 The header and the units then merge as parts do (tasks/long/merge.py: items in text order with their
 spans in the whole text, keyed by `x-key`, checked for completeness). A list cut after its first
-units (tasks/long/read.py) is never `ok`. Where the items do not add up to the stated total, the row
-names the units that gave no item.
+units (tasks/long/read.py) is never `ok`. Every unit accounts for an item or a reason: a unit that
+gave no item (a payment, a pending line, or an item the model missed) is vouched for only by a stated
+total the items add up to; elsewhere the row names such units, and is not `ok`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from formwork.schemas.roles import header_body, unit_body
 from formwork.tasks.calls import Caller, ExtractOptions, Outcome
 from formwork.tasks.engines.base import Completion, Engine, EngineError, Message
 from formwork.tasks.fit import fit_source
-from formwork.tasks.long.completeness import INCOMPLETE
+from formwork.tasks.long.completeness import INCOMPLETE, adds_up
 from formwork.tasks.long.merge import merge
 from formwork.tasks.long.partwise import PerRecord, finish_of
 from formwork.tasks.long.plan import roles_of
@@ -133,7 +134,8 @@ def _read_unit(
 
 
 def _unread(name: str, names: list[str], verdicts: list[Verdict], text: str, layout: Layout) -> list[str]:
-    """Where the items do not add up to the total: the units that gave no item, named."""
+    """The units that gave no item, named: each unit accounts for an item or a stated reason, and
+    where no stated total vouches for them, this is the reason the row gives."""
     empty = [
         f"{label} ({layout.units[i].text(text).split(chr(10))[0].strip()[:60]!r})"
         for i, (label, verdict) in enumerate(zip(names, verdicts, strict=True))
@@ -180,10 +182,10 @@ def extract_items(
     if header:
         pieces, names = [(layout.header, done[0].verdict), *pieces], ["the header text", *names]
     merged = merge(schema, roles, text, pieces, names).verdict
-    if any("add up to" in e for e in merged.errors if e.startswith(INCOMPLETE)):
-        merged = replace(
-            merged, errors=[*merged.errors, *_unread(name, names[-len(units) :], verdicts, text, layout)]
-        )
+    checked = adds_up(schema.body, roles, merged.data) if isinstance(merged.data, dict) else None
+    if checked is None or not checked.agrees:  # no total vouches for the units that gave no item
+        for reason in _unread(name, names[-len(units) :], verdicts, text, layout):
+            merged = merged.capped(reason)
     outcome.verdict = merged
     outcome.reasoning_finish = finish_of(done, "reasoning_finish")
     outcome.formatting_finish = finish_of(done, "formatting_finish")
