@@ -62,13 +62,21 @@ class Roles:
         return [name for name, role in self.roles.items() if role == "header"]
 
     def explain(self) -> list[str]:
-        """One line per field saying how a long text's parts merge it, and why it got that role."""
+        """One line per field saying how a long text's parts merge it, and why it got that role; for
+        the items, what unit holds one item (`x-units`)."""
         lines = []
         for name, role in self.roles.items():
             why = "from its shape" if name in self.inferred else "x-split"
             if role == "items":
                 key = f", one item per x-key {list(self.keys[name])}" if self.keys.get(name) else ""
-                lines.append(f"{name}: items ({why}): each part's items are kept, overlaps removed{key}")
+                declared = self.units.get(name)
+                read = {
+                    None: "read one unit at a time where the text's layout shows a long list of them",
+                    "none": "never read one unit at a time (x-units none)",
+                }.get(declared, f"read one of its {declared} at a time (x-units)")
+                lines.append(
+                    f"{name}: items ({why}): {read}; each part's items are kept, overlaps removed{key}"
+                )
             else:
                 lines.append(f"{name}: header ({why}): every part that states it must agree")
         return lines

@@ -138,8 +138,16 @@ def test_roles_follow_the_shape_and_the_annotations() -> None:
     body["properties"]["merchant"]["x-split"] = "items"
     body["properties"]["date"]["x-key"] = ["description"]
     assert schema_roles(body).headers[-1] == "items"
+    body["properties"]["merchant"]["x-units"] = "pages"
     problems = role_problems(body)
     assert any("merchant" in p and "needs an array" in p for p in problems)
+    assert any("merchant" in p and "x-units is one of rows, lines, messages, none" in p for p in problems)
+    assert any(
+        "read one of its rows at a time" in line
+        for line in schema_roles(
+            IN_PARTS | {"properties": {"items": IN_PARTS["properties"]["items"] | {"x-units": "rows"}}}
+        ).explain()
+    )
     assert any("date" in p and "x-key" in p for p in problems)
     assert any("from its shape" in line for line in ROLES.explain())
     with pytest.raises(SchemaProblem, match="x-split is 'items' or 'header'"):
@@ -436,4 +444,6 @@ def test_a_failed_merged_row_still_says_what_it_leaves_out() -> None:
     parts[-1] = (last, Verdict("failed", None, ["no JSON came back"]))  # it alone states the total
     merged = merge(RECEIPT, ROLES, TEXT, parts)
     assert merged.verdict.status == "failed", "the total is critical"
-    assert any(e.startswith(f"{INCOMPLETE} items holds") for e in merged.verdict.errors), merged.verdict.errors
+    assert any(e.startswith(f"{INCOMPLETE} items holds") for e in merged.verdict.errors), (
+        merged.verdict.errors
+    )
