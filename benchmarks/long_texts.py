@@ -245,6 +245,17 @@ def run(args: argparse.Namespace) -> None:
             print("| " + " | ".join(str(cell) for cell in cells) + " |", flush=True)
             if args.verbose:
                 print("   ", [e[:160] for e in verdict.errors[:6]], flush=True)
+            if args.dump and not args.judge_only:
+                calls = [{"judged": c.judged, "pass": c.pass_name, "output": c.output} for c in outcome.calls]
+                shown = {
+                    "id": row["id"],
+                    "way": way,
+                    "data": verdict.data,
+                    "errors": verdict.errors,
+                    "calls": calls,
+                }
+                with Path(args.dump).open("a", encoding="utf-8") as out:
+                    out.write(json.dumps(shown, ensure_ascii=False) + "\n")
 
 
 def main() -> None:
@@ -254,6 +265,7 @@ def main() -> None:
     parser.add_argument("--held-out", action="store_true", help="the held-out documents, and only them")
     parser.add_argument("--judge-only", action="store_true", help="perfect pieces, no model")
     parser.add_argument("--verbose", action="store_true", help="print each row's first reasons")
+    parser.add_argument("--dump", help="append each row's data, reasons and calls to this JSONL file")
     run(parser.parse_args())
 
 
