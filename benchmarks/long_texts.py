@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/long_texts.py --judge-only
     FORMWORK_LOCAL_MODEL=qwen2.5-coder-1.5b .venv/bin/python benchmarks/long_texts.py
     .venv/bin/python benchmarks/long_texts.py --held-out        # the held-out documents, and only them
+    .venv/bin/python benchmarks/long_texts.py --first 6 --ways items,whole   # short lists: the rule
 
 The long gold documents of examples/gold/long/: `NAME.jsonl` (benchmarks/make_long_gold.py: a receipt
 of 60+ items, a statement of 30 expenses, a thread of 5 signed mails, each in English and in Chinese or
@@ -192,8 +193,26 @@ def documents(args: argparse.Namespace) -> list[tuple[Schema, dict[str, Any]]]:
         if held_out != args.held_out or (args.only and gold_file.stem not in args.only.split(",")):
             continue
         schema = load_schema(LONG / f"{gold_file.stem.split('-')[0]}.schema.json")
-        found += [(schema, json.loads(line)) for line in gold_file.read_text(encoding="utf-8").splitlines()]
+        rows = [json.loads(line) for line in gold_file.read_text(encoding="utf-8").splitlines()]
+        found += [(schema, first(row, args.first) if args.first else row) for row in rows]
     return found
+
+
+def first(row: dict[str, Any], count: int) -> dict[str, Any]:
+    """The document shortened to its first `count` units (what stands before and after the list kept),
+    with the gold items those units state: a short list, to measure where reading item by item pays."""
+    text, gold = row["text"], row["gold"]
+    units = find_units(text).units
+    name = next(k for k, v in gold.items() if isinstance(v, list))
+    kept, at = [], 0
+    for item in gold[name]:  # each gold item in the next unit that writes it (its description, its address)
+        written = item.get("description") or item.get("email")
+        found = next((i for i in range(at, len(units)) if written in units[i].text(text)), len(units))
+        if found < count:
+            kept.append(item)
+        at = found + (item.get("description") is not None)  # a person may write again
+    short = text[: units[count - 1].end] + text[units[-1].end :]
+    return row | {"id": f"{row['id']}-first-{count}", "text": short, "gold": gold | {name: kept}}
 
 
 def run(args: argparse.Namespace) -> None:
@@ -266,6 +285,7 @@ def main() -> None:
     parser.add_argument("--judge-only", action="store_true", help="perfect pieces, no model")
     parser.add_argument("--verbose", action="store_true", help="print each row's first reasons")
     parser.add_argument("--dump", help="append each row's data, reasons and calls to this JSONL file")
+    parser.add_argument("--first", type=int, help="each document cut to its first N units: a short list")
     run(parser.parse_args())
 
 

@@ -178,3 +178,13 @@ def test_a_list_of_ten_thousand_lines_is_read_in_a_bounded_number_of_units_and_c
     layout = units_to_read(huge, _schema(), options)
     assert layout is not None and len(layout.units) == options.max_parts * UNITS_PER_PART
     assert layout.cut_to == layout.units[-1].end < len(huge)
+
+
+def test_a_short_statement_is_read_by_its_dated_lines_after_a_summary_of_amounts() -> None:
+    text = (
+        "Payments and credits   - 1,273.99\nNew purchases   41.97\nMinimum payment due 25 June   48.73\n\n"
+        "06 May   TESCO STORES 2041     34.17\n07 May   TFL TRAVEL             7.80\n"
+    )
+    assert [shown for shown, _ in _layout(text)] == [
+        "06 May   TESCO STORES 2041     34.17", "07 May   TFL TRAVEL             7.80"
+    ]  # fmt: skip

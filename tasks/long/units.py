@@ -29,7 +29,7 @@ from formwork.tasks.long.parts import Span
 
 Kind = Literal["messages", "rows", "lines"]
 KINDS: tuple[Kind, ...] = ("messages", "rows", "lines")
-DATED_SHARE = 0.6  # of the lines with amounts: this many start with a date in a statement
+DATED_SHARE = 0.6  # of the lines with amounts from the first dated one on: this many in a statement
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,10 @@ def _rows(text: str) -> list[Unit]:
 def _starts(lines: list[Line]) -> tuple[list[int], bool]:
     """The lines that start a unit, and whether the list is dated (a statement, not a receipt)."""
     priced = [i for i, line in enumerate(lines) if line.money and not line.summary and not line.quantity]
-    dated = sum(lines[i].dated for i in priced) >= DATED_SHARE * len(priced) > 0
+    listed = priced[
+        next((n for n, i in enumerate(priced) if lines[i].dated), len(priced)) :
+    ]  # a summary first
+    dated = sum(lines[i].dated for i in listed) >= DATED_SHARE * len(listed) > 0
     if dated:
         return [i for i in priced if lines[i].dated], True
     named = [
