@@ -9,6 +9,7 @@ only where a real model cannot be made to fail on cue: a unit it skips, a unit t
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.engines.base import Completion, EngineUnavailable
 from formwork.tasks.extract import extract_safely
 from formwork.tasks.long.completeness import INCOMPLETE
-from formwork.tasks.long.itemwise import _as_part, header_schema, unit_schema
+from formwork.tasks.long.itemwise import _as_part, header_schema, unit_messages, unit_schema
 from formwork.tasks.long.merge import merge
 from formwork.tasks.long.units import Layout, find_units
 from formwork.tasks.validate import Verdict, judge
@@ -186,3 +187,24 @@ def test_the_embedded_model_reads_a_statement_line_by_line_through_the_flow(
         if row["quote"] and row["spans"] and row["kind"] in ("exact", "fuzzy"):
             assert any(text[s:e].lower() == row["quote"].lower() for s, e in row["spans"]), row
     assert result.status != "ok" or len(result.data["expenses"]) == 10
+
+
+@pytest.mark.slow
+def test_units_are_decoded_together_and_share_their_prompts_prefix(local_engine) -> None:
+    lines = [f"2024-05-{d:02d}  Cafe Bellecour {d}  {d + 0.5:.2f} EUR" for d in range(1, 13)]
+    text = "\n".join(["Card statement, May 2024. Card holder: Marie Dubois", *lines])
+    layout = find_units(text)
+    reading = unit_schema(STATEMENT, "lines")
+    first, second = (
+        local_engine.prompt_tokens(unit_messages(reading, "lines", u, text)) for u in layout.units[:2]
+    )
+    shared = next(i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b)
+    before = replace(local_engine.timings)
+    extract_safely(1, text, STATEMENT, (local_engine, local_engine), ExtractOptions(max_attempts=1))
+    after = local_engine.timings
+    steps, tokens = after.steps - before.steps, after.tokens - before.tokens
+    assert tokens > 1.5 * steps, "several units share each llama.cpp step"
+    slots = local_engine.max_concurrency
+    assert after.reused_tokens - before.reused_tokens >= (len(layout.units) - slots) * shared > 0, (
+        "each unit's prompt finds what all units share already evaluated in its slot"
+    )
