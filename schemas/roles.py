@@ -34,8 +34,9 @@ HEADER_NOTE = (
     "and null for a field it does not state."
 )
 UNIT_NOTE = (
-    "The text is one {noun} of a longer list: give the item it states, or null when it states none (a "
-    "heading, a total, a payment, or anything the list's description leaves out)."
+    "The text is one {noun} of a longer list, and almost every {noun} of it states an item: give it. "
+    "Null only where the {noun} plainly states none (a heading, a total, or what the list's description "
+    "says is not an item)."
 )
 UNIT_KINDS = ("rows", "lines", "messages", "none")  # x-units: what holds one item; none: read in parts
 PART_NOTE = (
@@ -189,7 +190,7 @@ def unit_body(body: dict[str, Any], name: str, noun: str) -> dict[str, Any]:
     listed = (body.get("properties") or {}).get(name, {}).get("description", "")
     item = {
         **item_node(body, name),
-        "description": f"The item this {noun} states, or null. The list: {listed}",
+        "description": f"The item this {noun} states. The list: {listed}",
     }
     kept = {k: v for k, v in body.items() if k in ("$schema", "x-grounded-decoding")}
     return kept | {

@@ -77,7 +77,7 @@ def unit_messages(reading: Schema, kind: Kind, unit: Unit, whole: str) -> list[M
             "role": "user",
             "content": (
                 f"Fields:\n{field_guide(reading)}\n\nAnswer with one JSON object whose key {name} holds the "
-                f"item this {noun} states, or null.\n\n{above}The {noun}:\n{unit.text(whole)}"
+                f"item this {noun} states.\n\n{above}The {noun}:\n{unit.text(whole)}"
             ),
         },
     ]
