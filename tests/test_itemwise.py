@@ -208,3 +208,24 @@ def test_units_are_decoded_together_and_share_their_prompts_prefix(local_engine)
     assert after.reused_tokens - before.reused_tokens >= (len(layout.units) - slots) * shared > 0, (
         "each unit's prompt finds what all units share already evaluated in its slot"
     )
+
+
+def test_a_person_who_writes_twice_is_one_contact_with_what_either_message_gives() -> None:
+    schema = load_schema(LONG_GOLD / "thread_contacts.schema.json")
+    row = json.loads((LONG_GOLD / "thread_contacts-irregular.jsonl").read_text(encoding="utf-8"))
+    text, gold = row["text"], row["gold"]["contacts"]
+    layout = find_units(text)
+    dana, marcus, oskar, priya = gold
+    signed_dana = dict.fromkeys(dana) | {"name": dana["name"], "email": dana["email"]}  # "Dana" only
+    answers = [signed_dana, marcus, oskar, signed_dana, priya, dana]  # the newest message first
+    reading = unit_schema(schema, "messages")
+    pieces = [
+        (unit, _as_part(written(reading, unit.text(text), {"contacts": answer}), "contacts"))
+        for unit, answer in zip(layout.units, answers, strict=True)
+    ]
+    names = [f"unit {i + 1} of 6" for i in range(6)]
+    merged = merge(schema, schema_roles(schema.body), text, pieces, names)
+    assert merged.verdict.status == "ok" and merged.duplicates == 2, merged.verdict.errors
+    assert merged.verdict.data == {"contacts": gold}, "Dana's phone and company from her signed message"
+    (phone,) = [row for row in merged.verdict.evidence if row["path"] == "contacts[0].phone"]
+    assert all(layout.units[5].start <= s < e <= layout.units[5].end for s, e in phone["spans"])

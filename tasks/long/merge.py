@@ -2,10 +2,9 @@
 
 Each part was judged on its own text (tasks/long/partwise.py); here its evidence is moved to where it
 stands in the whole text, and the parts' values are combined by each field's role (schemas/roles.py):
-- items: every part's items in order of first appearance; an item of a later part is the same item
-  as a kept one when both are equal and written where the two parts overlap (the overlap was read
-  twice; each kept item absorbs one copy per part, so two equal lines stay two), or when the fields
-  its `x-key` names are all equal;
+- items: every part's items in order of first appearance, less the copies of a kept one
+  (tasks/long/duplicates.py; each kept item absorbs one copy per part, so two equal lines stay two),
+  whose values fill the kept one's empty fields, with their evidence;
 - header: the value every part that states it agrees on; parts that disagree make a conflict: the
   field is nulled and listed with what each part said (the row `partial`, or `failed` where the field
   is critical), never a silent pick. A part that does not state it is not a disagreement, nor is one
@@ -29,6 +28,7 @@ from formwork.schemas.registry import Schema
 from formwork.schemas.roles import Roles
 from formwork.tasks.grounding.confidence import value_paths
 from formwork.tasks.long.completeness import INCOMPLETE, completeness_problems
+from formwork.tasks.long.duplicates import fill, same_key, within
 from formwork.tasks.long.parts import Piece
 from formwork.tasks.validate import EMPTY_ROW, Verdict, as_written, field_errors, null_failures
 
@@ -52,18 +52,6 @@ def _about(message: str, name: str) -> bool:
 def _shift(row: dict[str, Any], part: Piece, index: int, path: str) -> dict[str, Any]:
     spans = [[part.to_whole(s), part.to_whole(max(s, e - 1)) + 1] for s, e in row.get("spans") or []]
     return {**row, "path": path, "spans": spans, "part": index + 1}
-
-
-def _within(spans: dict[str, list[list[int]]], region: tuple[int, int]) -> bool:
-    """Whether any value of an item is written inside `region` of the whole text."""
-    return any(a < region[1] and region[0] < b for found in spans.values() for a, b in found)
-
-
-def _same_key(one: Any, other: Any, key: tuple[str, ...]) -> bool:
-    if not key or not isinstance(one, dict) or not isinstance(other, dict):
-        return False
-    values = [(one.get(k), other.get(k)) for k in key]
-    return all(a is not None and a == b for a, b in values)
 
 
 def _borrowed(verdict: Verdict, text: str, name: str, items: tuple[str, ...]) -> bool:
@@ -122,6 +110,7 @@ class _Merge:
         for index, part, verdict in self.usable:
             found = (verdict.data or {}).get(name)
             renamed: dict[int, int] = {}
+            filled: dict[int, tuple[int, set[str]]] = {}  # a copy's index -> (the kept one, fields it filled)
             for j, item in enumerate(found if isinstance(found, list) else []):
                 spans: dict[str, list[list[int]]] = {}
                 for row in verdict.evidence:
@@ -131,24 +120,36 @@ class _Merge:
                 same = [
                     k for k, (other, value, quoted) in enumerate(kept)
                     if other != index and (k, index) not in absorbed
-                    and (_same_key(item, value, self.roles.keys.get(name, ()))
-                         or (item == value and _within(spans, self.overlap(other, index))
-                             and _within(quoted, self.overlap(other, index))))
+                    and (same_key(item, value, self.roles.keys.get(name, ()))
+                         or (item == value and within(spans, self.overlap(other, index))
+                             and within(quoted, self.overlap(other, index))))
                 ]  # fmt: skip
                 if same:
                     self.duplicates += 1
                     absorbed.add((same[0], index))  # one copy per part: two equal lines stay two
+                    filled[j] = (same[0], fill(kept[same[0]][1], item))  # what the copy adds
                     continue
                 renamed[j] = len(kept)
-                kept.append((index, item, spans))
+                kept.append((index, dict(item) if isinstance(item, dict) else item, spans))
             self.renamed[(index, name)] = renamed
             for source, target in ((verdict.evidence, self.rows), (verdict.values, self.values)):
                 for row in source:
                     matched = ITEM_PATH.match(row["path"])
-                    if matched and matched[1] == name and int(matched[2]) in renamed:
-                        path = f"{name}[{renamed[int(matched[2])]}]{matched[3]}"
-                        shifted = _shift(row, part, index, path)
-                        target.append(shifted if "spans" in row else {**row, "path": path, "part": index + 1})
+                    if not matched or matched[1] != name:
+                        continue
+                    j, rest = int(matched[2]), matched[3]
+                    field = rest[1:].split(".")[0].split("[")[0]
+                    if j in renamed:
+                        path = f"{name}[{renamed[j]}]{rest}"
+                    elif j in filled and field in filled[j][1]:
+                        path = f"{name}[{filled[j][0]}]{rest}"
+                        target[:] = [r for r in target if r["path"] != path]  # the kept one's null
+                    else:
+                        continue
+                    shifted = _shift(row, part, index, path)
+                    target.append(shifted if "spans" in row else {**row, "path": path, "part": index + 1})
+            gaps = {f"{name}[{k}].{field}" for k, fields in filled.values() for field in fields}
+            self.nulled = [path for path in self.nulled if path not in gaps]
             self.nulled += [
                 f"{name}[{renamed[int(m[2])]}]{m[3]}"
                 for path in verdict.nulled
