@@ -28,11 +28,10 @@ with the text, so the judge given the gold must find it (`benchmarks/long_texts.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).resolve().parents[1] / "examples" / "gold" / "long"
+from make_long_gold import write  # benchmarks/, beside this script
+
 Row = dict[str, Any]
 
 
@@ -564,11 +563,7 @@ def main() -> None:
         "receipt-held-out": [folio_held_out()],
         "thread_contacts-held-out": [thread_held_out()],
     }
-    for name, rows in sets.items():
-        with (OUT / f"{name}.jsonl").open("w", encoding="utf-8") as out:
-            for row in rows:
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-        print(name, [len(row["text"]) for row in rows])
+    write(sets)
 
 
 if __name__ == "__main__":
