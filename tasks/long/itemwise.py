@@ -11,8 +11,10 @@ at once. Each unit is read once: grounded decoding leaves little for a retry to 
 calls stay bounded by its units. A unit's call is stored like any other, with the unit it read
 (`judged["unit"]`).
 
-The header fields are read once, through the record's own pipeline (both passes where the run has
-two), from the text with the units taken out (`judged["header"]`), under `schemas.roles.header_body`.
+The header fields are read once, through the record's own pipeline in one pass (a run's other
+single-call mode where it has one), from the text with the units taken out (`judged["header"]`),
+under `schemas.roles.header_body`: its fields are copied from a few lines, and a reasoning pass
+first lost them (the 1.5B's notes said "Total: null" for 4 of 7 long documents' totals).
 The header and the units then merge as parts do (tasks/long/merge.py: items in text order with their
 spans in the whole text, keyed by `x-key`, checked for completeness). A list cut after its first
 units (tasks/long/read.py) is never `ok`. Every unit accounts for an item or a reason: a unit that
@@ -158,7 +160,10 @@ def extract_items(
     with ThreadPoolExecutor(workers, thread_name_prefix="formwork-unit") as pool:
         header = None
         if roles.headers:
-            each = replace(options, ok_vouched=True)  # vouched once, for the whole
+            # vouched once, for the whole; one call, as the units are: a few lines' fields are copied,
+            # and the 1.5B's notes on them dropped 4 of 7 totals (BENCHMARKS section 34)
+            mode = "one-pass" if options.mode == "two-pass" else options.mode
+            each = replace(options, ok_vouched=True, mode=mode)
             shown = layout.header.text(text)
             header = pool.submit(per_record, record_id, shown, header_schema(schema), *engines, each, meta)
         read = [
