@@ -196,7 +196,8 @@ def test_units_are_decoded_together_and_share_their_prompts_prefix(local_engine)
     layout = find_units(text)
     reading = unit_schema(STATEMENT, "lines")
     first, second = (
-        local_engine.prompt_tokens(unit_messages(reading, "lines", u, text)) for u in layout.units[:2]
+        local_engine.prompt_tokens(unit_messages(reading, "lines", u.context, u.text(text)))
+        for u in layout.units[:2]
     )
     shared = next(i for i, (a, b) in enumerate(zip(first, second, strict=False)) if a != b)
     before = replace(local_engine.timings)

@@ -37,6 +37,7 @@ from formwork.tasks.engines.base import Completion, Engine, EngineError, Message
 from formwork.tasks.fit import fit_source
 from formwork.tasks.long.completeness import INCOMPLETE, adds_up
 from formwork.tasks.long.merge import merge
+from formwork.tasks.long.parts import Piece
 from formwork.tasks.long.partwise import PerRecord, finish_of
 from formwork.tasks.long.plan import roles_of
 from formwork.tasks.long.units import Kind, Layout, Unit
@@ -46,6 +47,7 @@ from formwork.tasks.validate import Verdict, judge
 
 NOUNS: dict[Kind, str] = {"rows": "table row", "lines": "line", "messages": "mail message"}
 SHOWN = 6  # units named in a reason, at most
+NEWLINE = "\n"
 _schemas: dict[tuple[str, str], Schema] = {}
 
 
@@ -68,18 +70,18 @@ def header_schema(schema: Schema) -> Schema:
     return _schemas[(schema.digest, "header")]
 
 
-def unit_messages(reading: Schema, kind: Kind, unit: Unit, whole: str) -> list[Message]:
+def unit_messages(reading: Schema, kind: Kind, context: str, shown: str) -> list[Message]:
     """The prompt for one unit: what all units share first, then what is shown above the unit (its
-    table's header row, its section's heading), then the unit."""
+    table's header row, its section's heading: `context`), then the unit's text (`shown`)."""
     noun, name = NOUNS[kind], next(iter(reading.properties))
-    above = f"Above it in the text:\n{unit.context}\n\n" if unit.context else ""
+    above = f"Above it in the text:\n{context}\n\n" if context else ""
     return [
         {"role": "system", "content": "You extract facts from messages into JSON."},
         {
             "role": "user",
             "content": (
                 f"Fields:\n{field_guide(reading)}\n\nAnswer with one JSON object whose key {name} holds the "
-                f"item this {noun} states.\n\n{above}The {noun}:\n{unit.text(whole)}"
+                f"item this {noun} states.\n\n{above}The {noun}:\n{shown}"
             ),
         },
     ]
@@ -120,7 +122,7 @@ def _read_unit(
     try:
         fitted = fit_source(source, reading, (engine,), 0, budget)  # a message may be long
         grammar = options.formatting_grammar(reading, fitted.text, meta)
-        messages = unit_messages(reading, layout.kind, replace(unit, end=unit.start + len(fitted.text)), text)
+        messages = unit_messages(reading, layout.kind, unit.context, fitted.text)
         done = Caller(outcome)(engine, "formatting", messages, sampling, grammar)
         no_reasoning = Completion("", "stop", 0, 0, 0.0, engine.model)
         outcome.verdict = judge(reading, fitted.text, no_reasoning, done, meta=meta, **options.judging())
@@ -135,12 +137,12 @@ def _read_unit(
     return outcome
 
 
-def _unread(name: str, names: list[str], verdicts: list[Verdict], text: str, layout: Layout) -> list[str]:
-    """The units that gave no item, named: each unit accounts for an item or a stated reason, and
-    where no stated total vouches for them, this is the reason the row gives."""
+def _unread(name: str, read: list[tuple[str, Unit, Verdict]], text: str) -> list[str]:
+    """The units that gave no item, each named with its first line: each unit accounts for an item or
+    a stated reason, and where no stated total vouches for them, this is the reason the row gives."""
     empty = [
-        f"{label} ({layout.units[i].text(text).split(chr(10))[0].strip()[:60]!r})"
-        for i, (label, verdict) in enumerate(zip(names, verdicts, strict=True))
+        f"{label} ({unit.text(text).split(NEWLINE)[0].strip()[:60]!r})"
+        for label, unit, verdict in read
         if isinstance(verdict.data, dict) and not verdict.data.get(name)
     ]
     if not empty:
@@ -166,11 +168,12 @@ def extract_items(
             each = replace(options, ok_vouched=True, mode=mode)
             shown = layout.header.text(text)
             header = pool.submit(per_record, record_id, shown, header_schema(schema), *engines, each, meta)
-        read = [
+        futures = [
             pool.submit(_read_unit, record_id, i, layout, text, schema, engines[0], options, meta)
             for i in range(len(units))
         ]
-        done = ([header.result()] if header else []) + [future.result() for future in read]
+        read = [future.result() for future in futures]
+        done = ([header.result()] if header else []) + read
     if header:
         for call in done[0].calls:
             call.judged = {**(call.judged or {}), "header": {"spans": [list(s) for s in layout.header.spans]}}
@@ -181,15 +184,15 @@ def extract_items(
     if failed:  # the engine failed: the whole record is retried, not a merge of the rest
         outcome.verdict, outcome.retryable, outcome.queueable = failed.verdict, True, failed.queueable
         return outcome
-    verdicts = [_as_part(o.verdict, name) for o in done[len(done) - len(units) :]]
     names = [f"unit {i + 1} of {len(units)}" for i in range(len(units))]
-    pieces = list(zip(units, verdicts, strict=True))
+    verdicts = [_as_part(o.verdict, name) for o in read]
+    pieces: list[tuple[Piece, Verdict]] = list(zip(units, verdicts, strict=True))
     if header:
         pieces, names = [(layout.header, done[0].verdict), *pieces], ["the header text", *names]
     merged = merge(schema, roles, text, pieces, names).verdict
     checked = adds_up(schema.body, roles, merged.data) if isinstance(merged.data, dict) else None
     if checked is None or not checked.agrees:  # no total vouches for the units that gave no item
-        for reason in _unread(name, names[-len(units) :], verdicts, text, layout):
+        for reason in _unread(name, list(zip(names[-len(units) :], units, verdicts, strict=True)), text):
             merged = merged.capped(reason)
     outcome.verdict = merged
     outcome.reasoning_finish = finish_of(done, "reasoning_finish")
