@@ -18,9 +18,11 @@ settings), with its meta, in each way:
 Reported per record and way:
 - pieces: units (items) or parts (parts) it was read in, and model calls;
 - item recall: gold items found (an extracted item matches a gold item when at least half of the
-  gold item's non-null fields are equal; each gold item matches once);
-- duplicates: extracted items beyond the first that match a gold item already matched, over all
-  extracted items; extra: extracted items that match no gold item (a payment read as an expense);
+  gold item's non-null fields are equal; items and gold items are paired by a maximum matching, each
+  used once);
+- duplicates: extracted items left unpaired though they match a gold item (another item took it),
+  over all extracted items; extra: extracted items that match no gold item (a payment read as an
+  expense);
 - header: header fields equal to the gold's, over the header fields;
 - checks: whether the completeness checks passed (no `incomplete:` reason); reported: where items
   were missed, whether the row says it is incomplete;
@@ -73,25 +75,31 @@ def _matches(gold: dict[str, Any], found: Any) -> bool:
 
 
 def score(schema: Schema, gold: dict[str, Any], data: dict[str, Any] | None) -> dict[str, Any]:
-    """Item recall, duplicates, extra items and header accuracy of `data` against `gold`."""
+    """Item recall, duplicates, extra items and header accuracy of `data` against `gold`. Items are
+    paired with gold items by a maximum matching (each used once), so an item that could stand for
+    two gold items does not take the one a later item needs."""
     roles, data = schema_roles(schema.body), data or {}
     wanted = [item for name in roles.items for item in gold.get(name) or []]
     found = [item for name in roles.items for item in data.get(name) or []]
-    matched: set[int] = set()
-    duplicates = extra = 0
-    for item in found:
-        hits = [i for i, g in enumerate(wanted) if _matches(g, item)]
-        fresh = [i for i in hits if i not in matched]
-        if fresh:
-            matched.add(fresh[0])
-        elif hits:
-            duplicates += 1
-        else:
-            extra += 1
+    hits = [[i for i, g in enumerate(wanted) if _matches(g, item)] for item in found]
+    owner: dict[int, int] = {}  # gold item -> the found item paired with it
+
+    def pair(item: int, seen: set[int]) -> bool:  # an augmenting path (Kuhn's algorithm)
+        for gold_item in hits[item]:
+            if gold_item not in seen:
+                seen.add(gold_item)
+                if gold_item not in owner or pair(owner[gold_item], seen):
+                    owner[gold_item] = item
+                    return True
+        return False
+
+    paired = {item for item in range(len(found)) if pair(item, set())}
+    duplicates = sum(1 for item in range(len(found)) if item not in paired and hits[item])
+    extra = sum(1 for item in range(len(found)) if not hits[item])
     headers = [name for name in roles.headers if name in gold]
     right = sum(_same(gold[name], data.get(name)) for name in headers)
     return {
-        "recall": len(matched) / len(wanted) if wanted else None,
+        "recall": len(owner) / len(wanted) if wanted else None,
         "duplicates": duplicates / len(found) if found else 0.0,
         "extra": extra,
         "header": right / len(headers) if headers else None,
