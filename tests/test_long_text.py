@@ -447,3 +447,50 @@ def test_a_failed_merged_row_still_says_what_it_leaves_out() -> None:
     assert any(e.startswith(f"{INCOMPLETE} items holds") for e in merged.verdict.errors), (
         merged.verdict.errors
     )
+
+
+class Answers:
+    """An engine that writes the same JSON for every formatting call: a model whose answer left an
+    expense out, on cue."""
+
+    model, max_concurrency, context_window = "scripted", 1, 8192
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.written = json.dumps(data)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text)
+
+    def complete(self, messages, sampling, schema=None) -> Completion:
+        if schema is None:
+            return Completion("the statement as listed", "stop", 1, 1, 0.0, self.model)
+        return Completion(self.written, "stop", 1, 1, 0.0, self.model, ((self.written, 0.0),))
+
+
+def test_a_text_read_whole_whose_items_do_not_add_up_to_its_total_is_partial() -> None:
+    from formwork.tasks.extract import extract_safely
+
+    statement = load_schema(LONG_GOLD / "statement.schema.json")
+    lines = [(f"2024-05-0{d}", f"Cafe {d}", d + 0.5) for d in range(1, 5)]  # a short list: read whole
+    text = "\n".join(
+        ["Card holder: Ana Lima", *(f"{a}  {b}  {c:.2f} EUR" for a, b, c in lines), "Total 12.00 EUR"]
+    )
+    expenses = [{"date": a, "description": b, "amount": c} for a, b, c in lines]
+    whole = {"holder": "Ana Lima", "currency": "EUR", "total": 12.0, "expenses": expenses}
+    engine = Answers(whole)
+    assert (
+        extract_safely(1, text, statement, (engine, engine), ExtractOptions(max_attempts=1)).verdict.status
+        == "ok"
+    )
+    engine = Answers(
+        whole | {"expenses": expenses[:2]}
+    )  # two of four: the JSON ran out, or the model stopped
+    outcome = extract_safely(1, text, statement, (engine, engine), ExtractOptions(max_attempts=1))
+    assert not any("unit" in (c.judged or {}) or "part" in (c.judged or {}) for c in outcome.calls), (
+        "read whole"
+    )
+    assert outcome.verdict.status == "partial"
+    assert (
+        f"{INCOMPLETE} the expenses' amount add up to 4, the total is 12: an item may be missing or misread"
+        in (outcome.verdict.errors)
+    )

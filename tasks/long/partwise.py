@@ -19,14 +19,13 @@ the row says so and is never `ok`, and the run does not spend hundreds of calls 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from formwork.schemas.registry import Schema
 from formwork.tasks.calls import ExtractOptions, Outcome
 from formwork.tasks.engines.base import Engine
 from formwork.tasks.fit import counted_engines
-from formwork.tasks.long.completeness import missing_keys, missing_rows, silent_parts
+from formwork.tasks.long.completeness import missing_from, silent_parts
 from formwork.tasks.long.merge import merge
 from formwork.tasks.long.plan import Plan, part_options, part_schema, roles_of
 from formwork.tasks.validate import Verdict
@@ -86,14 +85,13 @@ def extract_long(
 
 
 def check_whole(schema: Schema, text: str, outcome: Outcome) -> Outcome:
-    """A text read whole is checked for the table rows and e-mail-keyed items its items leave out, as
-    a merged one is: a whole receipt of 64 table rows gave a 1.5B model's `ok` row with no items (its
-    JSON could not hold them all). The row is then `partial` with the reason (tasks/long/completeness.py)."""
-    verdict, roles = outcome.verdict, roles_of(schema)
-    if verdict.status == "failed" or not isinstance(verdict.data, dict) or not roles.items:
+    """A text read whole is checked for the table rows, e-mail-keyed items and stated total its items
+    leave out, as a merged one is: a whole receipt of 64 table rows gave a 1.5B model's `ok` row with
+    no items (its JSON could not hold them all). The row is then `partial` with the reason
+    (tasks/long/completeness.py)."""
+    roles = roles_of(schema)
+    if not isinstance(outcome.verdict.data, dict) or not roles.items:
         return outcome
-    problems = missing_rows(schema.body, roles, text, verdict.data)
-    problems += missing_keys(schema.body, roles, text, verdict.data)
-    if problems:
-        outcome.verdict = replace(verdict, status="partial", errors=[*verdict.errors, *problems])
+    for problem in missing_from(schema.body, roles, text, outcome.verdict.data):  # a failed row says it too
+        outcome.verdict = outcome.verdict.capped(problem)
     return outcome
