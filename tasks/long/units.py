@@ -21,6 +21,7 @@ read once for the header fields: the text with the units taken out.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -95,7 +96,7 @@ def _messages(text: str) -> list[Unit]:
         {m.start() for m in MESSAGE.finditer(text)} | {m.start() for m in QUOTED_MESSAGE.finditer(text)}
     )
     units = []
-    for start, end in zip(starts, [*starts[1:], len(text)], strict=False):
+    for start, end in itertools.pairwise([*starts, len(text)]):
         body = text[start:end].rstrip()
         if "\n" not in body.strip():  # a marker line alone ("-----Original Message-----"): the next has it
             continue
@@ -117,9 +118,8 @@ def _rows(text: str) -> list[Unit]:
 def _starts(lines: list[Line]) -> tuple[list[int], bool]:
     """The lines that start a unit, and whether the list is dated (a statement, not a receipt)."""
     priced = [i for i, line in enumerate(lines) if line.money and not line.summary and not line.quantity]
-    listed = priced[
-        next((n for n, i in enumerate(priced) if lines[i].dated), len(priced)) :
-    ]  # a summary first
+    first_dated = next((n for n, i in enumerate(priced) if lines[i].dated), len(priced))
+    listed = priced[first_dated:]  # a summary of amounts may stand above a statement's lines
     dated = sum(lines[i].dated for i in listed) >= DATED_SHARE * len(listed) > 0
     if dated:
         return [i for i in priced if lines[i].dated], True
