@@ -153,6 +153,11 @@ def main() -> None:
         "statement": [statement(rng, False), statement(rng, True)],
         "thread_contacts": [thread(False), thread(True)],
     }
+    write(sets)
+
+
+def write(sets: dict[str, list[dict]]) -> None:
+    """Each set of documents as `NAME.jsonl` in examples/gold/long/, one document a line."""
     for name, rows in sets.items():
         with (OUT / f"{name}.jsonl").open("w", encoding="utf-8") as out:
             for row in rows:

@@ -16,8 +16,8 @@ from formwork.db.calibrations import statement
 from formwork.db.claims import Holders
 from formwork.db.models import ModelCall, Record, Result, Run, RunResult
 from formwork.tasks.calls import UNVOUCHED
-from formwork.tasks.completeness import INCOMPLETE
 from formwork.tasks.fit import CUT
+from formwork.tasks.long.completeness import INCOMPLETE
 from formwork.tasks.validate import EMPTY_ROW
 
 
@@ -37,8 +37,8 @@ class RunSummary:
     ungrounded: int = 0  # values the text did not back (each one a field failure)
     nulled: int = 0  # fields set to null in `partial` results
     cut: int = 0  # records whose text was cut to fit the context (never `ok`)
-    split: int = 0  # records read in parts (tasks.long_text): a first formatting call per part
-    incomplete: int = 0  # long texts whose merged row failed a completeness check (tasks.completeness)
+    split: int = 0  # records read in parts (tasks.long): a first formatting call per part
+    incomplete: int = 0  # long texts whose merged row failed a completeness check (tasks.long.completeness)
     empty: int = 0  # rows with no value at all (never `ok` unless the schema says `x-empty-ok`)
     unvouched: int = 0  # rows `partial` only because no calibration covers the run
     confidence: str = ""  # which calibration applied and what it guarantees (db.calibrations)

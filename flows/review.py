@@ -55,7 +55,7 @@ Key = tuple[int, int]  # (run id, record id)
 
 def _notes_and_parts(rows: Any) -> tuple[dict[Key, str], dict[Key, list[list[int]]]]:
     """Each record's last reasoning notes (a long text's: each part's, in order) and where each part it
-    was read in stood (`judged["part"]`, tasks/long_text.py), from its reasoning calls in call order."""
+    was read in stood (`judged["part"]`, tasks/long/partwise.py), from its reasoning calls in call order."""
     outputs: dict[Key, dict[int, str]] = {}
     spans: dict[Key, dict[int, list[int]]] = {}
     for run, record, output, judged in rows:

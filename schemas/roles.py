@@ -1,7 +1,7 @@
 """What each top-level field of a schema is when a long text is read in parts: a header or items.
 
 A long text (a receipt of sixty lines, a monthly statement, a mail thread) is extracted part by part
-(tasks/long_text.py), and the parts' rows are merged. How a field merges depends on its role:
+(tasks/long/), and the parts' rows are merged. How a field merges depends on its role:
 - **items**: an array of things the text lists (line items, the expenses of a statement, the contacts
   of a thread): each part gives the items it reads, and the merged row holds them all, in order of
   first appearance, duplicates from the parts' overlap removed;
@@ -14,6 +14,12 @@ of an item that identify it (two items from different parts with the same key ar
 A part may not state a header field at all (the total stands on the last page only), so each part is
 read under `part_body`: every header field may be null and none is critical there; the merged row is
 then judged against the user's own schema like any other.
+
+A list may instead be read item by item (tasks/long/itemwise.py): each unit that holds one item (a
+table row, a line, a message) under `unit_body` (the item, or null), and the text around the units
+once under `header_body` (the header fields alone). `x-units` on an items property says what holds
+one item ("rows", "lines", "messages"), or "none" where items are named across sentences and the
+text is read in parts; without it the text's layout decides (tasks/long/read.py).
 """
 
 from __future__ import annotations
@@ -23,6 +29,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Role = Literal["items", "header"]
+HEADER_NOTE = (
+    "The text is what stands around a long list's items (its top, its totals): give the fields it states, "
+    "and null for a field it does not state."
+)
+UNIT_NOTE = (
+    "The text is one {noun} of a longer list, and almost every {noun} of it states an item: give it. "
+    "Null only where the {noun} plainly states none (a heading, a total, or what the list's description "
+    "says is not an item)."
+)
+UNIT_KINDS = ("rows", "lines", "messages", "none")  # x-units: what holds one item; none: read in parts
 PART_NOTE = (
     "The text is one part of a longer one: give only what this part states, and null for a field it "
     "does not state (another part may)."
@@ -36,6 +52,7 @@ class Roles:
     roles: dict[str, Role]
     keys: dict[str, tuple[str, ...]] = field(default_factory=dict)
     inferred: frozenset[str] = frozenset()  # the fields whose role came from the shape, not x-split
+    units: dict[str, str] = field(default_factory=dict)  # an items field's `x-units`, where it says one
 
     @property
     def items(self) -> list[str]:
@@ -46,13 +63,21 @@ class Roles:
         return [name for name, role in self.roles.items() if role == "header"]
 
     def explain(self) -> list[str]:
-        """One line per field saying how a long text's parts merge it, and why it got that role."""
+        """One line per field saying how a long text's parts merge it, and why it got that role; for
+        the items, what unit holds one item (`x-units`)."""
         lines = []
         for name, role in self.roles.items():
             why = "from its shape" if name in self.inferred else "x-split"
             if role == "items":
                 key = f", one item per x-key {list(self.keys[name])}" if self.keys.get(name) else ""
-                lines.append(f"{name}: items ({why}): each part's items are kept, overlaps removed{key}")
+                declared = self.units.get(name)
+                read = {
+                    None: "read one unit at a time where the text's layout shows a long list of them",
+                    "none": "never read one unit at a time (x-units none)",
+                }.get(declared, f"read one of its {declared} at a time (x-units)")
+                lines.append(
+                    f"{name}: items ({why}): {read}; each part's items are kept, overlaps removed{key}"
+                )
             else:
                 lines.append(f"{name}: header ({why}): every part that states it must agree")
         return lines
@@ -67,6 +92,7 @@ def schema_roles(body: dict[str, Any]) -> Roles:
     """The roles of `body`'s top-level properties (see the module docstring)."""
     roles: dict[str, Role] = {}
     keys: dict[str, tuple[str, ...]] = {}
+    units: dict[str, str] = {}
     inferred = set()
     for name, node in (body.get("properties") or {}).items():
         node = node if isinstance(node, dict) else {}
@@ -78,7 +104,9 @@ def schema_roles(body: dict[str, Any]) -> Roles:
             inferred.add(name)
         if roles[name] == "items" and isinstance(node.get("x-key"), list):
             keys[name] = tuple(str(k) for k in node["x-key"])
-    return Roles(roles, keys, frozenset(inferred))
+        if roles[name] == "items" and node.get("x-units") in UNIT_KINDS:
+            units[name] = node["x-units"]
+    return Roles(roles, keys, frozenset(inferred), units)
 
 
 def item_node(body: dict[str, Any], name: str) -> dict[str, Any]:
@@ -89,8 +117,9 @@ def item_node(body: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def role_problems(body: dict[str, Any]) -> list[str]:
-    """What is wrong with a schema's `x-split` and `x-key` annotations, as messages that say what to
-    change: a role other than the two, items on a non-array, a key naming no field of the item."""
+    """What is wrong with a schema's `x-split`, `x-units` and `x-key` annotations, as messages that say
+    what to change: a role other than the two, items or units on a non-array, a unit kind not known, a
+    key naming no field of the item."""
     problems = []
     for name, node in (body.get("properties") or {}).items():
         if not isinstance(node, dict):
@@ -101,6 +130,11 @@ def role_problems(body: dict[str, Any]) -> list[str]:
             problems.append(f"{where}: x-split is 'items' or 'header', not {split!r}")
         if split == "items" and not _is_array(node):
             problems.append(f"{where}: x-split 'items' needs an array (its type is {node.get('type')!r})")
+        units = node.get("x-units")
+        if units is not None and (units not in UNIT_KINDS or not _is_array(node)):
+            problems.append(
+                f"{where}: x-units is one of {', '.join(UNIT_KINDS)}, on an array (not {units!r})"
+            )
         if "x-key" in node:
             fields = (item_node(body, name).get("properties") or {}) if _is_array(node) else {}
             key = node["x-key"]
@@ -111,7 +145,7 @@ def role_problems(body: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _nullable(node: dict[str, Any]) -> dict[str, Any]:
+def nullable(node: dict[str, Any]) -> dict[str, Any]:
     """`node` that also accepts null, and is not critical: a part may not state it."""
     node = {k: v for k, v in node.items() if k not in ("x-critical", "default")}
     if "enum" in node and None not in node["enum"]:
@@ -132,7 +166,39 @@ def part_body(body: dict[str, Any]) -> dict[str, Any]:
     roles = schema_roles(body)
     part = copy.deepcopy(body)
     for name in roles.headers:
-        part["properties"][name] = _nullable(part["properties"][name])
+        part["properties"][name] = nullable(part["properties"][name])
     part["description"] = f"{body.get('description', '')} {PART_NOTE}".strip()
     part["title"] = f"{body.get('title', 'schema')} (part)"
     return part
+
+
+def header_body(body: dict[str, Any]) -> dict[str, Any]:
+    """The schema a list's header text (the text with its item units taken out, tasks/long/units.py)
+    is read under: the header fields alone, nullable and not critical, as a part's are."""
+    roles = schema_roles(body)
+    header = part_body(body)
+    header["properties"] = {name: header["properties"][name] for name in roles.headers}
+    header["required"] = [name for name in body.get("required", []) if name in roles.headers]
+    header["description"] = f"{body.get('description', '')} {HEADER_NOTE}".strip()
+    header["title"] = f"{body.get('title', 'schema')} (header)"
+    return header
+
+
+def unit_body(body: dict[str, Any], name: str, noun: str) -> dict[str, Any]:
+    """The schema one unit of the list `name` (a table row, a line, a message: `noun`) is read under:
+    the item it states, or null where it states none."""
+    listed = (body.get("properties") or {}).get(name, {}).get("description", "")
+    item = {
+        **item_node(body, name),
+        "description": f"The item this {noun} states. The list: {listed}",
+    }
+    kept = {k: v for k, v in body.items() if k in ("$schema", "x-grounded-decoding")}
+    return kept | {
+        "title": f"{body.get('title', 'schema')} (one {noun})",
+        "description": UNIT_NOTE.format(noun=noun),
+        "type": "object",
+        "properties": {name: nullable(item)},
+        "required": [name],
+        "additionalProperties": False,
+        "x-empty-ok": True,  # a unit that states no item is an answer, not an empty row
+    }

@@ -52,7 +52,7 @@ class ExtractOptions:
     min_confidence: float = 0.0  # values chosen with less probability fail (0: off)
     choice_confidence: float | None = None  # enum/boolean values' own bound; None: min_confidence
     grounded_decoding: bool = True  # the formatting grammar allows only the values the text backs
-    split_long_texts: bool = True  # a text that does not fit is read in parts and merged (tasks.long_text)
+    split_long_texts: bool = True  # a text that does not fit is read in parts and merged (tasks.long)
     max_parts: int = 8  # a text that needs more parts is read in this many and cut after (never ok)
     mode: str = "two-pass"  # or one-pass, one-pass-reasoning, prompt-json (tasks/modes.py)
     preset: str = "greedy"  # sampling of the call that writes the JSON (tasks/presets.py)

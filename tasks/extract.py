@@ -35,7 +35,8 @@ from formwork.tasks.engines.base import Completion, Engine, EngineError, Samplin
 from formwork.tasks.fit import fit_source
 from formwork.tasks.grounding.anchors import anchored_reference
 from formwork.tasks.grounding.values import dates_compete
-from formwork.tasks.long_text import check_whole, extract_long, plan_parts
+from formwork.tasks.long.partwise import check_whole
+from formwork.tasks.long.read import read_long
 from formwork.tasks.modes import extract_single_pass
 from formwork.tasks.presets import guard, preset
 from formwork.tasks.prompts import formatting_messages, reasoning_messages
@@ -66,9 +67,11 @@ def extract_record(
     `meta` is the record's meta; its `reference_date` lets relative dates count as grounded.
     `outcome`, when given, is filled in place, so its calls survive an exception (`extract_safely`).
     `asked`: what the first formatting attempt is told was wrong before (a long text's part read
-    again because it gave no items, tasks.long_text).
+    again because it gave no items, tasks.long).
     """
     outcome = outcome or Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
+    if options.mode == "two-readings":
+        return read_twice(record_id, text, schema, (reasoner, formatter), options, meta, outcome)
     if options.mode != "two-pass":
         return extract_single_pass(record_id, text, schema, reasoner, options, meta=meta, outcome=outcome)
     call = Caller(outcome)
@@ -173,22 +176,14 @@ def extract_safely(
 ) -> Outcome:
     """`extract_record` (or both readings, in mode `two-readings`), each value then held to the run's
     policy, with an unmapped fault failing this record instead of the whole batch; the model calls made
-    before the fault are kept (they were paid for, and they show what happened). A text too long for
-    the context is read in parts and merged (tasks.long_text)."""
+    before the fault are kept (they were paid for, and they show what happened). A long list is read
+    item by item, a text too long for the context in parts (tasks.long.read)."""
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     try:
-        try:
-            plan = plan_parts(text, schema, engines, options)
-        except EngineError:
-            plan = None  # the context cannot hold the prompts: extract_record says so for the record
-        if plan is not None and len(plan.parts) > 1:
-            whole = extract_long(
-                record_id, text, schema, engines, options, plan, extract_record, meta, outcome
-            )
-        elif options.mode == "two-readings":
-            whole = read_twice(record_id, text, schema, engines, options, meta, outcome)
-        else:
-            whole = extract_record(record_id, text, schema, *engines, options, meta, outcome=outcome)
+        long = read_long(record_id, text, schema, engines, options, extract_record, meta, outcome)
+        if long is not None:
+            return held_to_policy(schema, text, meta, long, options)
+        whole = extract_record(record_id, text, schema, *engines, options, meta, outcome=outcome)
         return check_whole(schema, text, held_to_policy(schema, text, meta, whole, options))
     except Exception as exc:
         logger.exception("record %s: unexpected error", record_id)

@@ -18,7 +18,7 @@ MAX_SOURCE_CHARS = 6000  # the source is cut here in prompts (the full text stay
 
 
 def long_text_warning(size: int) -> str:
-    """The warning a record longer than one prompt carries from its source (tasks.long_text reads it in
+    """The warning a record longer than one prompt carries from its source (tasks.long reads it in
     parts, up to `max_parts`, or it is cut where splitting is off)."""
     shown = MAX_SOURCE_CHARS
     return f"the text has {size} characters, more than one prompt shows ({shown}): read in parts, or cut"

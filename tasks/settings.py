@@ -135,14 +135,16 @@ class Settings(BaseSettings):
     )
     split_long_texts: bool = Field(
         True,
-        description="a text too long for the context is read in parts on its natural units and the "
-        "parts merged (tasks/long_text.py); false: cut it to fit (never ok)",
+        description="a long list is read item by item, one unit of the text's layout at a time, and a "
+        "text too long for the context in parts on its natural units, then merged (tasks/long/); false: "
+        "read whole, cut to fit (never ok)",
     )
     max_parts: int = Field(
         8,
         ge=2,
-        description="the most parts one long text is read in; a longer text is cut after them (never ok), so "
-        "a megabyte pasted by mistake costs 2 x max_parts model calls, not hundreds",
+        description="the most parts one long text is read in (a long list: 30 units a part); a longer text "
+        "is cut after them (never ok), so a megabyte pasted by mistake costs 2 x max_parts model calls "
+        "(30 x max_parts for a list), not thousands",
     )
     reference_date_field: str = Field(
         "reference_date",

@@ -22,7 +22,7 @@ from formwork.flows.cli import app
 from formwork.schemas.registry import load_schema
 from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.fit import CUT
-from formwork.tasks.long_text import part_schema, plan_parts
+from formwork.tasks.long.plan import part_schema, plan_parts
 from formwork.tasks.prompts import MAX_SOURCE_CHARS, prompt_hash, reasoning_messages
 from formwork.tasks.settings import Settings
 

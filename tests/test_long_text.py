@@ -28,15 +28,18 @@ from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import SchemaProblem, load_checked_body, load_schema
 from formwork.schemas.roles import part_body, role_problems, schema_roles
 from formwork.tasks.calls import ExtractOptions
-from formwork.tasks.completeness import INCOMPLETE, missing_keys, missing_rows
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.fit import CUT
-from formwork.tasks.long_text import part_options, part_schema, plan_parts
-from formwork.tasks.merge import merge
-from formwork.tasks.split import Part, split_text
+from formwork.tasks.long.completeness import INCOMPLETE, missing_keys, missing_rows
+from formwork.tasks.long.merge import merge
+from formwork.tasks.long.parts import Part, split_text
+from formwork.tasks.long.plan import part_options, part_schema, plan_parts
 from formwork.tasks.validate import Verdict, judge
 
 RECEIPT = load_schema("receipt")
+IN_PARTS = json.loads(json.dumps(RECEIPT.body))
+IN_PARTS["properties"]["items"]["x-units"] = "none"  # never item by item: what is under test is parts
+RECEIPT_IN_PARTS = load_checked_body(IN_PARTS, "receipt-in-parts")
 LONG_GOLD = Path(__file__).resolve().parents[1] / "examples" / "gold" / "long"
 ROLES = schema_roles(RECEIPT.body)
 ITEMS = [(f"Widget model {chr(65 + i % 26)}{i}", i % 4 + 1, round(2.5 + i * 1.25, 2)) for i in range(18)]
@@ -135,8 +138,16 @@ def test_roles_follow_the_shape_and_the_annotations() -> None:
     body["properties"]["merchant"]["x-split"] = "items"
     body["properties"]["date"]["x-key"] = ["description"]
     assert schema_roles(body).headers[-1] == "items"
+    body["properties"]["merchant"]["x-units"] = "pages"
     problems = role_problems(body)
     assert any("merchant" in p and "needs an array" in p for p in problems)
+    assert any("merchant" in p and "x-units is one of rows, lines, messages, none" in p for p in problems)
+    assert any(
+        "read one of its rows at a time" in line
+        for line in schema_roles(
+            IN_PARTS | {"properties": {"items": IN_PARTS["properties"]["items"] | {"x-units": "rows"}}}
+        ).explain()
+    )
     assert any("date" in p and "x-key" in p for p in problems)
     assert any("from its shape" in line for line in ROLES.explain())
     with pytest.raises(SchemaProblem, match="x-split is 'items' or 'header'"):
@@ -248,7 +259,7 @@ def test_x_key_merges_items_that_share_a_key() -> None:
 
 @pytest.mark.slow
 def test_the_embedded_model_reads_a_long_text_in_parts_through_the_flow(
-    prefect_harness, local_engine, monkeypatch, write_jsonl, db_url
+    prefect_harness, local_engine, monkeypatch, write_jsonl, db_url, tmp_path
 ) -> None:
     monkeypatch.setenv("FORMWORK_REASONING_MAX_TOKENS", "32")
     monkeypatch.setenv("FORMWORK_MAX_ATTEMPTS", "1")
@@ -257,7 +268,9 @@ def test_the_embedded_model_reads_a_long_text_in_parts_through_the_flow(
         ["Hardware Haus GmbH, 2024-05-06", "| item | qty | price |", *lines, "Total 1800.00 EUR"]
     )
     # 60 item lines fit the context, but their JSON would not fit half the formatting budget: parts
-    batch_extract(str(write_jsonl([{"id": "long", "text": long_text}])), "receipt", db_url=db_url)
+    schema = tmp_path / "receipt-in-parts.json"  # read in parts, never item by item: parts are under test
+    schema.write_text(json.dumps(IN_PARTS), encoding="utf-8")
+    batch_extract(str(write_jsonl([{"id": "long", "text": long_text}])), str(schema), db_url=db_url)
     sessions = session_factory(db_url)
     with sessions() as session:
         result = session.scalars(select(Result)).one()
@@ -315,7 +328,7 @@ def test_a_part_that_gave_no_items_is_read_once_more_and_alone(stubborn: bool) -
     from formwork.tasks.extract import extract_safely
 
     engine = Silent(silent_part=1, stubborn=stubborn)
-    outcome = extract_safely(1, TEXT, RECEIPT, (engine, engine), ExtractOptions(max_attempts=1))
+    outcome = extract_safely(1, TEXT, RECEIPT_IN_PARTS, (engine, engine), ExtractOptions(max_attempts=1))
     parts = {(c.judged["part"]["index"], c.judged["part"].get("again", False)) for c in outcome.calls}
     n = len(engine.parts)
     assert n > 1 and parts == {(i, False) for i in range(1, n + 1)} | {(2, True)}, parts
@@ -394,3 +407,90 @@ def test_a_list_keyed_by_e_mail_that_leaves_an_address_out_is_incomplete() -> No
         assert reason == f"{INCOMPLETE} contacts leaves out 4 of the 5 email addresses the text writes"
         unsure = {"contacts": [c | {"email": None} for c in gold["contacts"]]}  # dropped below the bound
         assert missing_keys(schema.body, roles, text, unsure) == []
+
+
+class Counting:
+    """The real engine's tokenizer, with its calls counted: each is a `POST /tokenize` on a server."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine, self.calls = engine, 0
+        self.model, self.max_concurrency, self.context_window = engine.model, 1, engine.context_window
+
+    def count_tokens(self, text: str) -> int:
+        self.calls += 1
+        return self.engine.count_tokens(text)
+
+
+@pytest.mark.slow
+def test_planning_a_huge_text_counts_tokens_a_bounded_number_of_times(local_engine) -> None:
+    statement = load_schema(LONG_GOLD / "statement.schema.json")
+    huge = "\n".join(f"2024-05-{d % 28 + 1:02d}  Cafe table {d}  {d % 97 + 3}.50 EUR" for d in range(19_000))
+    assert len(huge) > 700_000
+    options = ExtractOptions()
+    counted, small = Counting(local_engine), Counting(local_engine)
+    plan = plan_parts(huge, statement, (counted, counted), options)
+    assert len(plan.parts) == options.max_parts and plan.cut_to == plan.parts[-1].end < len(huge)
+    assert all(part.end <= plan.cut_to for part in plan.parts), "nothing past the cut is planned"
+    tenth = huge[: len(huge) // 10]
+    assert plan_parts(tenth, statement, (small, small), options) == plan, "the same parts from a tenth of it"
+    # each part grows by doubling then halving: ~2 log2(lines a part holds) counts, never one a line
+    per_part = 2 * (len(plan.parts[0].text(huge).split("\n"))).bit_length() + 2
+    assert counted.calls <= options.max_parts * per_part and counted.calls <= small.calls + 2, counted.calls
+
+
+def test_a_failed_merged_row_still_says_what_it_leaves_out() -> None:
+    parts = perfect_parts()
+    last, _ = parts[-1]
+    parts[-1] = (last, Verdict("failed", None, ["no JSON came back"]))  # it alone states the total
+    merged = merge(RECEIPT, ROLES, TEXT, parts)
+    assert merged.verdict.status == "failed", "the total is critical"
+    assert any(e.startswith(f"{INCOMPLETE} items holds") for e in merged.verdict.errors), (
+        merged.verdict.errors
+    )
+
+
+class Answers:
+    """An engine that writes the same JSON for every formatting call: a model whose answer left an
+    expense out, on cue."""
+
+    model, max_concurrency, context_window = "scripted", 1, 8192
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.written = json.dumps(data)
+
+    def count_tokens(self, text: str) -> int:
+        return len(text)
+
+    def complete(self, messages, sampling, schema=None) -> Completion:
+        if schema is None:
+            return Completion("the statement as listed", "stop", 1, 1, 0.0, self.model)
+        return Completion(self.written, "stop", 1, 1, 0.0, self.model, ((self.written, 0.0),))
+
+
+def test_a_text_read_whole_whose_items_do_not_add_up_to_its_total_is_partial() -> None:
+    from formwork.tasks.extract import extract_safely
+
+    statement = load_schema(LONG_GOLD / "statement.schema.json")
+    lines = [(f"2024-05-0{d}", f"Cafe {d}", d + 0.5) for d in range(1, 5)]  # a short list: read whole
+    text = "\n".join(
+        ["Card holder: Ana Lima", *(f"{a}  {b}  {c:.2f} EUR" for a, b, c in lines), "Total 12.00 EUR"]
+    )
+    expenses = [{"date": a, "description": b, "amount": c} for a, b, c in lines]
+    whole = {"holder": "Ana Lima", "currency": "EUR", "total": 12.0, "expenses": expenses}
+    engine = Answers(whole)
+    assert (
+        extract_safely(1, text, statement, (engine, engine), ExtractOptions(max_attempts=1)).verdict.status
+        == "ok"
+    )
+    engine = Answers(
+        whole | {"expenses": expenses[:2]}
+    )  # two of four: the JSON ran out, or the model stopped
+    outcome = extract_safely(1, text, statement, (engine, engine), ExtractOptions(max_attempts=1))
+    assert not any("unit" in (c.judged or {}) or "part" in (c.judged or {}) for c in outcome.calls), (
+        "read whole"
+    )
+    assert outcome.verdict.status == "partial"
+    assert (
+        f"{INCOMPLETE} the expenses' amount add up to 4, the total is 12: an item may be missing or misread"
+        in (outcome.verdict.errors)
+    )

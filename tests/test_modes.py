@@ -28,9 +28,12 @@ def test_every_mode_returns_a_judged_outcome(local_engine, mode: str) -> None:
     for number, text in enumerate(TEXTS, start=1):
         outcome = extract_record(number, text, schema, local_engine, local_engine, options)
         assert outcome.attempts == 1 and outcome.calls, mode
-        assert [c.pass_name for c in outcome.calls] == (
-            ["reasoning", "formatting"] if mode == "two-pass" else ["formatting"]
-        )
+        passes = {"two-pass": ["reasoning", "formatting"],
+                  "two-readings": ["formatting", "reasoning", "formatting"]}  # fmt: skip
+        assert [c.pass_name for c in outcome.calls] == passes.get(mode, ["formatting"])
+        if mode == "two-readings":  # the notes-free reading first, then both readings kept for the policy
+            assert outcome.calls[0].judged["reading"] == "notes-free"
+            assert set(outcome.readings) == {"two-pass", "notes-free"}
         assert outcome.formatting_finish == outcome.calls[-1].finish_reason
         verdict = outcome.verdict
         if verdict.status == "ok":  # ok means what it means in production: valid against the schema

@@ -8,7 +8,7 @@ the next, finer kind only when it does not fit whole.
 
 Consecutive parts overlap by at least one unit (the previous part's last line, or its last sentence
 when that line is long), so an item that straddles two parts is read whole in one of them; the merge
-(tasks/merge.py) drops the copy the other part read. A table's header row is repeated at the top of
+(tasks/long/merge.py) drops the copy the other part read. A table's header row is repeated at the top of
 each part that starts among its rows, so each part knows what its columns are.
 
 Size is the caller's `fits`: in the engines' tokens, against the room tasks/fit.py leaves the source
@@ -19,19 +19,32 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
+
+from formwork.tasks.long.layout import MESSAGE, table_headers
 
 Span = tuple[int, int]
-MESSAGE = re.compile(
-    r"^(?:From: |-{2,} ?(?:Original Message|Forwarded message)|On .{3,200} wrote:\s*$"
-    r"|Le .{3,200} a écrit ?:|Am .{3,200} schrieb)",
-    re.MULTILINE | re.IGNORECASE,
-)
 PARAGRAPH = re.compile(r"\n[ \t]*\n")
 LINE = re.compile(r"\n")
 SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
-TABLE_SEPARATORS = ("|", "\t")
+
+
+class Piece(Protocol):
+    """What a merge reads of each piece of a text: where it stands in the whole, the text a model read,
+    and where each of its characters stood (a `Part`, or a list's unit or header text,
+    tasks/long/units.py)."""
+
+    @property
+    def start(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
+
+    def text(self, whole: str) -> str: ...
+
+    def to_whole(self, position: int) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -69,20 +82,29 @@ LEVELS: tuple[tuple[re.Pattern[str], bool], ...] = (
 )  # fmt: skip
 
 
-def units(text: str, fits: Callable[[str], bool], span: Span | None = None, level: int = 0) -> list[Span]:
-    """`text` (or its `span`) as consecutive spans that each fit, each as coarse a unit as fits."""
+def natural_spans(
+    text: str, fits: Callable[[str], bool], span: Span | None = None, level: int = 0
+) -> Iterator[Span]:
+    """`text` (or its `span`) as consecutive spans that each fit, each as coarse a unit as fits, in
+    text order and lazily: a plan that stops after `max_parts` parts never looks at the rest."""
     span = span or (0, len(text))
     if fits(text[span[0] : span[1]]):
-        return [span]
+        yield span
+        return
     if level == len(LEVELS):
         middle = (span[0] + span[1]) // 2  # one sentence too long for any part: halve it
         if middle == span[0]:
-            return [span]
-        return units(text, fits, (span[0], middle), level) + units(text, fits, (middle, span[1]), level)
+            yield span
+            return
+        yield from natural_spans(text, fits, (span[0], middle), level)
+        yield from natural_spans(text, fits, (middle, span[1]), level)
+        return
     pieces = _pieces(text, span, *LEVELS[level])
     if len(pieces) == 1:
-        return units(text, fits, span, level + 1)
-    return [unit for piece in pieces for unit in units(text, fits, piece, level + 1)]
+        yield from natural_spans(text, fits, span, level + 1)
+        return
+    for piece in pieces:
+        yield from natural_spans(text, fits, piece, level + 1)
 
 
 def _overlap_start(text: str, part: Span) -> int:
@@ -97,39 +119,41 @@ def _overlap_start(text: str, part: Span) -> int:
     return line
 
 
-def table_headers(text: str) -> list[tuple[int, int, int]]:
-    """Each table in `text` as (header start, header end, table end): three or more consecutive lines
-    with the same number of `|` (or tab) separators; the header is its first line, with a `---` rule
-    line under it when there is one."""
-    tables, lines, at = [], [], 0
-    for line in text.split("\n"):
-        lines.append((at, at + len(line) + 1, line))
-        at += len(line) + 1
-    run: list[tuple[int, int, str]] = []
-
-    def close() -> None:
-        if len(run) >= 3:
-            header_end = run[1][1] if set(run[1][2]) <= set("|-:+ \t") else run[0][1]
-            tables.append((run[0][0], min(header_end, len(text)), min(run[-1][1], len(text))))
-
-    def shape(line: str) -> tuple[int, int]:
-        return tuple(line.count(sep) for sep in TABLE_SEPARATORS)  # type: ignore[return-value]
-
-    for entry in lines:
-        if run and shape(entry[2]) == shape(run[-1][2]) and any(shape(entry[2])):
-            run.append(entry)
-            continue
-        close()
-        run = [entry] if any(shape(entry[2])) else []
-    close()
-    return tables
+def _furthest(first: int, fits: Callable[[int], bool], known: Callable[[int], bool]) -> int:
+    """The largest index from `first` on for which `fits` holds, where it holds up to some index and
+    not after (a longer part never fits where a shorter one does not), and `known(i)` says whether
+    index i exists. Steps double until one does not fit, then the gap is halved: a part of n units
+    costs about 2 log2 n checks, where growing it a unit at a time cost n (each a tokenizer call on a
+    server)."""
+    good, step = first, 1
+    while known(good + step) and fits(good + step):
+        good, step = good + step, step * 2
+    bad = good + step  # does not fit, or lies past the last unit
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        if known(middle) and fits(middle):
+            good = middle
+        else:
+            bad = middle
+    return good
 
 
-def split_text(text: str, fits: Callable[[str], bool]) -> list[Part]:
-    """`text` as parts that each fit, on natural units, overlapping by one unit; one part if it fits."""
+def split_text(text: str, fits: Callable[[str], bool], max_parts: int | None = None) -> list[Part]:
+    """`text` as parts that each fit, on natural units, overlapping by one unit; one part if it fits.
+    With `max_parts`, planning stops once that many are planned: the caller cuts after the last."""
     if fits(text):
         return [Part(0, len(text))]
     tables = table_headers(text)
+    found, spans = natural_spans(text, fits), list[Span]()
+
+    def known(index: int) -> bool:
+        """Whether unit `index` exists, finding units as far as needed and no further."""
+        while len(spans) <= index:
+            span = next(found, None)
+            if span is None:
+                return False
+            spans.append(span)
+        return True
 
     def part(start: int, end: int) -> Part:
         for table_start, header_end, table_end in tables:
@@ -137,20 +161,18 @@ def split_text(text: str, fits: Callable[[str], bool]) -> list[Part]:
                 return Part(start, end, text[table_start:header_end], table_start)
         return Part(start, end)
 
-    spans = units(text, fits)
     parts: list[Part] = []
     index, start = 0, 0
-    while index < len(spans):
+    while known(index) and (max_parts is None or len(parts) < max_parts):
         if parts and not fits(part(start, spans[index][1]).text(text)):
             start = spans[index][0]  # the overlap and the next unit do not fit together: no overlap
-        while index + 1 < len(spans) and fits(part(start, spans[index + 1][1]).text(text)):
-            index += 1
+        index = _furthest(index, lambda k, at=start: fits(part(at, spans[k][1]).text(text)), known)
         chosen = part(start, spans[index][1])
         if not fits(chosen.text(text)):
             chosen = Part(start, spans[index][1])  # a unit that fits only without the table's header row
         parts.append(chosen)
         index += 1
-        if index < len(spans):
+        if known(index):
             following = _overlap_start(text, (start, spans[index - 1][1]))
             start = following if start < following < spans[index][0] else spans[index][0]
     return parts

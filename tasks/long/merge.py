@@ -1,11 +1,10 @@
 """Merge the rows of a long text's parts into one row, deterministically, and say what could not merge.
 
-Each part was judged on its own text (tasks/long_text.py); here its evidence is moved to where it
+Each part was judged on its own text (tasks/long/partwise.py); here its evidence is moved to where it
 stands in the whole text, and the parts' values are combined by each field's role (schemas/roles.py):
-- items: every part's items in order of first appearance; an item of a later part is the same item
-  as a kept one when both are equal and written where the two parts overlap (the overlap was read
-  twice; each kept item absorbs one copy per part, so two equal lines stay two), or when the fields
-  its `x-key` names are all equal;
+- items: every part's items in order of first appearance, less the copies of a kept one
+  (tasks/long/duplicates.py; each kept item absorbs one copy per part, so two equal lines stay two),
+  whose values fill the kept one's empty fields, with their evidence;
 - header: the value every part that states it agrees on; parts that disagree make a conflict: the
   field is nulled and listed with what each part said (the row `partial`, or `failed` where the field
   is critical), never a silent pick. A part that does not state it is not a disagreement, nor is one
@@ -14,7 +13,7 @@ A part's refusals stay the merged row's (the part named after each, item paths a
 numbers them), except those about a header field another part stated or an item copy dropped; a
 failed part makes the row `partial` at best (its items are missing). The merged row is then judged
 against the user's own schema, as any row is, and checked for what it may leave out
-(tasks/completeness.py).
+(tasks/long/completeness.py).
 """
 
 from __future__ import annotations
@@ -27,9 +26,10 @@ from typing import Any
 from formwork.schemas.paths import Path, parse_path
 from formwork.schemas.registry import Schema
 from formwork.schemas.roles import Roles
-from formwork.tasks.completeness import completeness_problems
 from formwork.tasks.confidence.probability import value_paths
-from formwork.tasks.split import Part
+from formwork.tasks.long.completeness import INCOMPLETE, completeness_problems
+from formwork.tasks.long.duplicates import fill, same_key, within
+from formwork.tasks.long.parts import Piece
 from formwork.tasks.validate import EMPTY_ROW, Verdict, as_written, field_errors, null_failures
 
 ITEM_PATH = re.compile(r"^([^.\[\]]+)\[(\d+)\](.*)$")
@@ -49,21 +49,9 @@ def _about(message: str, name: str) -> bool:
     return message.startswith((f"{name} ", f"{name}:", f"{name}.", f"{name}["))
 
 
-def _shift(row: dict[str, Any], part: Part, index: int, path: str) -> dict[str, Any]:
+def _shift(row: dict[str, Any], part: Piece, index: int, path: str) -> dict[str, Any]:
     spans = [[part.to_whole(s), part.to_whole(max(s, e - 1)) + 1] for s, e in row.get("spans") or []]
     return {**row, "path": path, "spans": spans, "part": index + 1}
-
-
-def _within(spans: dict[str, list[list[int]]], region: tuple[int, int]) -> bool:
-    """Whether any value of an item is written inside `region` of the whole text."""
-    return any(a < region[1] and region[0] < b for found in spans.values() for a, b in found)
-
-
-def _same_key(one: Any, other: Any, key: tuple[str, ...]) -> bool:
-    if not key or not isinstance(one, dict) or not isinstance(other, dict):
-        return False
-    values = [(one.get(k), other.get(k)) for k in key]
-    return all(a is not None and a == b for a, b in values)
 
 
 def _borrowed(verdict: Verdict, text: str, name: str, items: tuple[str, ...]) -> bool:
@@ -91,8 +79,10 @@ def _borrowed(verdict: Verdict, text: str, name: str, items: tuple[str, ...]) ->
 class _Merge:
     """One merge: the parts' verdicts, and the merged row's pieces as they are gathered."""
 
-    def __init__(self, schema: Schema, roles: Roles, source: str, parts: list[tuple[Part, Verdict]]):
-        self.schema, self.roles, self.source, self.parts = schema, roles, source, parts
+    def __init__(
+        self, schema: Schema, roles: Roles, source: str, parts: list[tuple[Piece, Verdict]], names: list[str]
+    ):
+        self.schema, self.roles, self.source, self.parts, self.names = schema, roles, source, parts, names
         # a failed part's values are never stored (as for any failed row): only the others merge
         self.usable = [(i, part, v) for i, (part, v) in enumerate(parts) if v.status != "failed"]
         self.data: dict[str, Any] = {}
@@ -108,7 +98,7 @@ class _Merge:
 
     def label(self, index: int) -> str:
         part = self.parts[index][0]
-        return f"part {index + 1} of {len(self.parts)} (characters {part.start}-{part.end})"
+        return f"{self.names[index]} (characters {part.start}-{part.end})"
 
     def overlap(self, earlier: int, later: int) -> tuple[int, int]:
         """The stretch of the whole text both parts read (empty when they do not overlap)."""
@@ -120,6 +110,7 @@ class _Merge:
         for index, part, verdict in self.usable:
             found = (verdict.data or {}).get(name)
             renamed: dict[int, int] = {}
+            filled: dict[int, tuple[int, set[str]]] = {}  # a copy's index -> (the kept one, fields it filled)
             for j, item in enumerate(found if isinstance(found, list) else []):
                 spans: dict[str, list[list[int]]] = {}
                 for row in verdict.evidence:
@@ -129,24 +120,36 @@ class _Merge:
                 same = [
                     k for k, (other, value, quoted) in enumerate(kept)
                     if other != index and (k, index) not in absorbed
-                    and (_same_key(item, value, self.roles.keys.get(name, ()))
-                         or (item == value and _within(spans, self.overlap(other, index))
-                             and _within(quoted, self.overlap(other, index))))
+                    and (same_key(item, value, self.roles.keys.get(name, ()))
+                         or (item == value and within(spans, self.overlap(other, index))
+                             and within(quoted, self.overlap(other, index))))
                 ]  # fmt: skip
                 if same:
                     self.duplicates += 1
                     absorbed.add((same[0], index))  # one copy per part: two equal lines stay two
+                    filled[j] = (same[0], fill(kept[same[0]][1], item))  # what the copy adds
                     continue
                 renamed[j] = len(kept)
-                kept.append((index, item, spans))
+                kept.append((index, dict(item) if isinstance(item, dict) else item, spans))
             self.renamed[(index, name)] = renamed
             for source, target in ((verdict.evidence, self.rows), (verdict.values, self.values)):
                 for row in source:
                     matched = ITEM_PATH.match(row["path"])
-                    if matched and matched[1] == name and int(matched[2]) in renamed:
-                        path = f"{name}[{renamed[int(matched[2])]}]{matched[3]}"
-                        shifted = _shift(row, part, index, path)
-                        target.append(shifted if "spans" in row else {**row, "path": path, "part": index + 1})
+                    if not matched or matched[1] != name:
+                        continue
+                    j, rest = int(matched[2]), matched[3]
+                    field = rest[1:].split(".")[0].split("[")[0]
+                    if j in renamed:
+                        path = f"{name}[{renamed[j]}]{rest}"
+                    elif j in filled and field in filled[j][1]:
+                        path = f"{name}[{filled[j][0]}]{rest}"
+                        target[:] = [r for r in target if r["path"] != path]  # the kept one's null
+                    else:
+                        continue
+                    shifted = _shift(row, part, index, path)
+                    target.append(shifted if "spans" in row else {**row, "path": path, "part": index + 1})
+            gaps = {f"{name}[{k}].{field}" for k, fields in filled.values() for field in fields}
+            self.nulled = [path for path in self.nulled if path not in gaps]
             self.nulled += [
                 f"{name}[{renamed[int(m[2])]}]{m[3]}"
                 for path in verdict.nulled
@@ -171,7 +174,7 @@ class _Merge:
             self.data[name] = said[0][1]
             self.stated.add(name)
         elif len(distinct) > 1:
-            shown = "; ".join(f"part {i + 1} says {json.dumps(v, ensure_ascii=False)}" for i, v in said)
+            shown = "; ".join(f"{self.names[i]} says {json.dumps(v, ensure_ascii=False)}" for i, v in said)
             self.conflicts.append(name)
             self.messages.append(f"{name}: the parts disagree ({shown}); nulled, as no part outranks another")
         for index, part, verdict in self.usable:
@@ -195,7 +198,9 @@ class _Merge:
         for index, (_, verdict) in enumerate(self.parts):
             if verdict.status == "failed":
                 reasons = "; ".join(verdict.errors)
-                self.messages.append(f"{self.label(index)} failed, so what it holds is missing: {reasons}")
+                self.messages.append(
+                    f"{INCOMPLETE} {self.label(index)} failed, so what it holds is missing: {reasons}"
+                )
                 continue
             for message in verdict.errors:
                 if message.startswith(EMPTY_ROW) or any(_about(message, h) for h in self.stated):
@@ -207,15 +212,23 @@ class _Merge:
                     if int(item[2]) not in renamed:
                         continue  # about a copy the merge dropped: the kept copy stands for it
                     message = f"{item[1]}[{renamed[int(item[2])]}]{message[item.end() :]}"
-                self.messages.append(f"{message} (part {index + 1} of {len(self.parts)})")
+                self.messages.append(f"{message} ({self.names[index]})")
 
 
-def merge(schema: Schema, roles: Roles, source: str, parts: list[tuple[Part, Verdict]]) -> Merged:
-    """One verdict for the whole text from its parts' verdicts (see the module docstring)."""
+def merge(
+    schema: Schema,
+    roles: Roles,
+    source: str,
+    parts: list[tuple[Piece, Verdict]],
+    names: list[str] | None = None,
+) -> Merged:
+    """One verdict for the whole text from its parts' verdicts (see the module docstring). `names` says
+    what each piece is in the row's reasons ("unit 3 of 29"); by default "part 2 of 3"."""
+    names = names or [f"part {i + 1} of {len(parts)}" for i in range(len(parts))]
     if all(verdict.status == "failed" for _, verdict in parts):
-        errors = [f"part {i + 1} of {len(parts)}: {e}" for i, (_, v) in enumerate(parts) for e in v.errors]
+        errors = [f"{names[i]}: {e}" for i, (_, v) in enumerate(parts) for e in v.errors]
         return Merged(Verdict("failed", None, errors), 0, ())
-    run = _Merge(schema, roles, source, parts)
+    run = _Merge(schema, roles, source, parts, names)
     for name in roles.items:
         run.items(name)
     for name in roles.headers:
@@ -229,10 +242,10 @@ def merge(schema: Schema, roles: Roles, source: str, parts: list[tuple[Part, Ver
         run.nulled = sorted({*run.nulled, *nulled})
         conflicted = {(name,) for name in run.conflicts}  # already said, with what each part gave
         run.messages += [message for path, message in failures if path[:1] not in conflicted]
-    if data is None:
+    run.messages += completeness_problems(schema.body, roles, source, parts, data or run.data, names)
+    if data is None:  # a failed row says what it leaves out too: a miss is never silent
         verdict = Verdict("failed", run.data, run.messages, evidence=run.rows, values=run.values)
         return Merged(verdict, run.duplicates, tuple(run.conflicts))
-    run.messages += completeness_problems(schema.body, roles, source, parts, data)
     if not any(value_paths(schema.checked_body, data)) and not schema.body.get("x-empty-ok"):
         run.messages.append(f"{EMPTY_ROW}: every field is null in every part")
     status = "partial" if run.messages else "ok"

@@ -2,10 +2,10 @@
 
 The failure users of other tools report most about long documents is a list that silently stops: the
 job says COMPLETED and holds the first few tens of entries. Each part was judged on what it says, not
-on what it left out, so the merged row of a long text (tasks/long_text.py) is also checked for what is
+on what it left out, so the merged row of a long text (tasks/long/partwise.py) is also checked for what is
 missing; a failed check makes it `partial` with the reason, never `ok`:
 - a part whose text shows table rows gave no items at all (that part alone is read once more first,
-  told so: tasks/long_text.py);
+  told so: tasks/long/partwise.py);
 - fewer items than the text's tables have rows (header rows apart), where the items are objects
   (records, not a list of tags); a text read whole is checked for this too;
 - an items field keyed by an e-mail (`x-key`) leaves out an address the text writes; a text read
@@ -18,16 +18,20 @@ missing; a failed check makes it `partial` with the reason, never `ok`:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from formwork.schemas.annotations import value_types
 from formwork.schemas.roles import Roles, item_node
 from formwork.tasks.grounding.spans import EMAIL
-from formwork.tasks.split import Part, table_headers
+from formwork.tasks.long.layout import table_headers
+from formwork.tasks.long.parts import Piece
 from formwork.tasks.validate import Verdict
 
 INCOMPLETE = "incomplete:"  # begins every reason this module gives (counted by benchmarks/long_texts.py)
 TOTAL_NAME = re.compile(r"^(?:grand_?)?(?:total|sum)(?:_?amount)?$", re.IGNORECASE)
+# a mail's To, Cc and Bcc lines name people who were written to, not people who wrote
+ADDRESSED = re.compile(r"(?im)^[> ]*(?:to|cc|bcc|an|à|宛先|收件人|抄送)\s*[:：].*$")
 AMOUNT_NAME = re.compile(r"^(?:line_?)?(?:amount|price|total|cost|value)$", re.IGNORECASE)
 
 
@@ -51,6 +55,40 @@ def total_of(body: dict[str, Any], roles: Roles) -> tuple[str, str, str] | None:
     return (totals[0], roles.items[0], amounts[0]) if len(amounts) == 1 else None
 
 
+@dataclass(frozen=True)
+class Sum:
+    """The items' amounts added beside the total the text states (`total_of`)."""
+
+    total_field: str
+    items: str
+    amount: str
+    added: float
+    total: float
+    count: int
+
+    @property
+    def agrees(self) -> bool:
+        return abs(self.added - self.total) <= 0.01 * self.count  # a cent of rounding per item
+
+
+def adds_up(body: dict[str, Any], roles: Roles, merged: dict[str, Any]) -> Sum | None:
+    """The items' amounts against the stated total, or None where there is no check: no total field,
+    no total stated, or an item without an amount."""
+    summed = total_of(body, roles)
+    if not summed:
+        return None
+    total_field, items_field, amount_field = summed
+    total, items = merged.get(total_field), merged.get(items_field) or []
+    amounts = [item.get(amount_field) if isinstance(item, dict) else None for item in items]
+    if (
+        not isinstance(total, int | float)
+        or not amounts
+        or not all(isinstance(a, int | float) for a in amounts)
+    ):
+        return None
+    return Sum(total_field, items_field, amount_field, round(sum(amounts), 2), total, len(amounts))
+
+
 def table_rows(text: str, start: int = 0, end: int | None = None) -> int:
     """How many table rows below a header row stand between `start` and `end` of `text`."""
     end = len(text) if end is None else end
@@ -61,20 +99,23 @@ def table_rows(text: str, start: int = 0, end: int | None = None) -> int:
     return rows
 
 
-def silent_parts(roles: Roles, source: str, parts: list[tuple[Part, Verdict]]) -> list[tuple[int, int]]:
-    """(part index, table rows it shows) for each part that was read but gave no items at all."""
+def silent_parts(roles: Roles, source: str, parts: list[tuple[Piece, Verdict]]) -> list[tuple[int, int]]:
+    """(part index, table rows it shows) for each part that was read for items but gave none (a
+    list's header text, read without its items field, is not asked for any)."""
     silent = []
     for index, (part, verdict) in enumerate(parts):
+        data = verdict.data if isinstance(verdict.data, dict) else {}
+        if verdict.status == "failed" or not any(name in data for name in roles.items):
+            continue
         shown = table_rows(source, part.start, part.end)
-        given = [verdict.data.get(n) for n in roles.items] if isinstance(verdict.data, dict) else []
-        if verdict.status != "failed" and roles.items and shown and not any(given):
+        if shown and not any(data.get(name) for name in roles.items):
             silent.append((index, shown))
     return silent
 
 
 def missing_rows(body: dict[str, Any], roles: Roles, source: str, data: dict[str, Any]) -> list[str]:
     """The reason, if the one items field of records (objects, not a list of tags) holds fewer items
-    than the text's tables have rows; checked for a text read whole too (tasks/long_text.py)."""
+    than the text's tables have rows; checked for a text read whole too (tasks/long/partwise.py)."""
     if len(roles.items) != 1:
         return []
     name = roles.items[0]
@@ -90,7 +131,8 @@ def missing_rows(body: dict[str, Any], roles: Roles, source: str, data: dict[str
 def missing_keys(body: dict[str, Any], roles: Roles, source: str, data: dict[str, Any]) -> list[str]:
     """The reason, if an items field identified by an e-mail (`x-key` naming a field of format email)
     has fewer items than the text has addresses, beyond those its items hold: a 1.5B model's `ok` row
-    of a five-mail thread held one of its five people. Checked for a text read whole too."""
+    of a five-mail thread held one of its five people. Checked for a text read whole too. Addresses
+    on a To, Cc or Bcc line are not counted: those people were written to."""
     problems, written = [], set[str]()
     for name in roles.items:
         fields = item_node(body, name).get("properties") or {}
@@ -98,7 +140,7 @@ def missing_keys(body: dict[str, Any], roles: Roles, source: str, data: dict[str
             node = fields.get(key) or {}
             if "email" not in (node.get("format"), node.get("x-format")):
                 continue
-            written = written or {m.group().casefold() for m in EMAIL.finditer(source)}
+            written = written or {m.group().casefold() for m in EMAIL.finditer(ADDRESSED.sub("", source))}
             listed = [item for item in data.get(name) or [] if isinstance(item, dict)]
             held = {str(item[key]).casefold() for item in listed if item.get(key)}
             # an item whose address was dropped (below its bound) may stand for one the text writes
@@ -112,24 +154,27 @@ def missing_keys(body: dict[str, Any], roles: Roles, source: str, data: dict[str
 
 
 def completeness_problems(
-    body: dict[str, Any], roles: Roles, source: str, parts: list[tuple[Part, Verdict]], merged: dict[str, Any]
-) -> list[str]:
-    """What the merged row of a long text leaves out, as reasons (see the module docstring)."""
+    body: dict[str, Any], roles: Roles, source: str, parts: list[tuple[Piece, Verdict]],
+    merged: dict[str, Any], names: list[str],
+) -> list[str]:  # fmt: skip
+    """What the merged row of a long text leaves out, as reasons (see the module docstring); `names`
+    says what each piece is ("part 2 of 3", "unit 5 of 29")."""
     problems = [
-        f"{INCOMPLETE} part {index + 1} of {len(parts)} gave no items though it shows {shown} table rows"
+        f"{INCOMPLETE} {names[index]} gave no items though it shows {shown} table rows"
         for index, shown in silent_parts(roles, source, parts)
     ]
-    problems += missing_rows(body, roles, source, merged) + missing_keys(body, roles, source, merged)
-    summed = total_of(body, roles)
-    if summed:
-        total_field, items_field, amount_field = summed
-        total, items = merged.get(total_field), merged.get(items_field) or []
-        amounts = [item.get(amount_field) if isinstance(item, dict) else None for item in items]
-        if isinstance(total, int | float) and amounts and all(isinstance(a, int | float) for a in amounts):
-            added = round(sum(amounts), 2)
-            if abs(added - total) > 0.01 * len(amounts):
-                problems.append(
-                    f"{INCOMPLETE} the {items_field}' {amount_field} add up to {added:g}, the {total_field} "
-                    f"is {total:g}: an item may be missing or misread"
-                )
+    return problems + missing_from(body, roles, source, merged)
+
+
+def missing_from(body: dict[str, Any], roles: Roles, source: str, data: dict[str, Any]) -> list[str]:
+    """What a row's items leave out, as reasons: table rows, e-mail addresses, and a stated total they
+    do not add up to. A text read whole is checked for these too (tasks/long/partwise.py): a 1.5B
+    model's whole statement was `ok` with 2 of its 24 expenses, both of them payments."""
+    problems = missing_rows(body, roles, source, data) + missing_keys(body, roles, source, data)
+    checked = adds_up(body, roles, data)
+    if checked is not None and not checked.agrees:
+        problems.append(
+            f"{INCOMPLETE} the {checked.items}' {checked.amount} add up to {checked.added:g}, the "
+            f"{checked.total_field} is {checked.total:g}: an item may be missing or misread"
+        )
     return problems

@@ -1,0 +1,128 @@
+"""What a text's own layout says, line by line: tables, mail messages, and the lines of a list.
+
+Read without a model, from shapes people and programs write lists in: a table is three or more lines
+with the same number of `|` (or tab) separators; a mail message starts at a `From:` header, an
+"On ... wrote:" line or a forwarded-message marker (quoted with `>` too); a line of a list carries an
+amount (a currency sign or code beside a number, or a number with two decimals, OCR's `l`, `O` and `S`
+for 1, 0 and 5 allowed beside a sign), may start with a date, may be a quantity line ("2 @ £2.75",
+"0.915 kg @ £0.73/kg", "２コ×単１１９") that belongs to the line above it, or a summary (a total, a
+balance, tax, change: 合計, 小計, お釣り ...) that states a header field, never an item. Full-width
+digits and spaces are read as their ASCII forms (NFKC).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import cached_property
+
+MESSAGE = re.compile(
+    r"^(?:From: |-{2,} ?(?:Original Message|Forwarded message)|On .{3,200} wrote:\s*$"
+    r"|Le .{3,200} a écrit ?:|Am .{3,200} schrieb)",
+    re.MULTILINE | re.IGNORECASE,
+)
+QUOTED_MESSAGE = re.compile(
+    r"^(?:> ?)+(?:From: |-{2,} ?(?:Original Message|Forwarded message))", re.MULTILINE
+)
+TABLE_SEPARATORS = ("|", "\t")
+
+CURRENCY = r"(?:[£$€¥₩₹]|\b(?:EUR|USD|GBP|CHF|JPY|CNY|RMB|CAD|AUD|SEK|NOK|DKK|PLN|INR)\b)"
+MONEY = re.compile(
+    rf"{CURRENCY} ?-? ?[\dOlS][\dOlS.,']*"  # £1.15, EUR 12, ¥680, and OCR's £l.85 or £2.8S
+    r"|(?<![\d.,])\d{1,3}(?:[,.' ]\d{3})*[.,]\d\d(?![.,]?\d)"  # 1,234.56, 12,50 (not 03.05.2024)
+    r"|\d+(?:[.,]\d+)? ?(?:元|円|€|EUR|USD|GBP|CHF|kr)"  # 125.96元, 45,90 €
+)
+MONTH = (
+    r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mär|mai|okt|dez|janv|févr|avr|juin|juil|août"
+    r"|déc|ene|abr|ago|dic)[a-zéû]*\.?"
+)
+DATED = re.compile(
+    r"^\s*(?:\d{4}[-/.年] ?\d{1,2}[-/.月] ?\d{1,2}|\d{1,2}[-/.]\d{1,2}(?:[-/.]\d{2,4})?(?![\d.,])"
+    rf"|\d{{1,2}}\.? ?{MONTH}|{MONTH} \d{{1,2}}\b|\d{{1,2}}月 ?\d{{1,2}}日)",
+    re.IGNORECASE,
+)
+SUMMARY = re.compile(
+    r"(?i)\b(?:sub-?\s?total|totals?|balance|amount due|vat|tax|change|summe|gesamt|zwischensumme|mwst"
+    r"|saldo|montant|importe)\b|小\s*計|合\s*計|小\s*计|合\s*计|总\s*计|お\s*預\s*り|お\s*釣\s*り|消\s*費\s*税"
+    r"|本期"
+)
+QUANTITY = re.compile(
+    r"^\s*\d+(?:[.,]\d+)? ?(?:x\b|×|@|kg\b|g\b|lb\b|pcs?\b|st\b|コ|個|点|本|枚|パック)", re.I
+)
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of a text: where it stands (`end` before its newline) and what its layout says."""
+
+    start: int
+    end: int
+    raw: str
+
+    @cached_property
+    def shown(self) -> str:
+        """The line as its shapes are read: full-width digits and spaces in their ASCII forms."""
+        return unicodedata.normalize("NFKC", self.raw).replace("\f", " ")
+
+    @property
+    def blank(self) -> bool:
+        return not self.shown.strip()
+
+    @property
+    def indent(self) -> int:
+        return len(self.shown) - len(self.shown.lstrip())
+
+    @property
+    def money(self) -> bool:
+        return MONEY.search(self.shown) is not None
+
+    @property
+    def dated(self) -> bool:
+        return DATED.match(self.shown) is not None
+
+    @property
+    def summary(self) -> bool:
+        return SUMMARY.search(self.shown) is not None
+
+    @property
+    def quantity(self) -> bool:
+        return QUANTITY.match(self.shown) is not None
+
+    @property
+    def digits(self) -> bool:
+        return any(c.isdigit() for c in self.shown)
+
+
+def lines_of(text: str) -> list[Line]:
+    """Every line of `text`, blank ones included, in order."""
+    found, at = [], 0
+    for raw in text.split("\n"):
+        found.append(Line(at, at + len(raw), raw))
+        at += len(raw) + 1
+    return found
+
+
+def table_headers(text: str) -> list[tuple[int, int, int]]:
+    """Each table in `text` as (header start, header end, table end): three or more consecutive lines
+    with the same number of `|` (or tab) separators; the header is its first line, with a `---` rule
+    line under it when there is one."""
+    tables = []
+    run: list[Line] = []
+
+    def close() -> None:
+        if len(run) >= 3:
+            header_end = run[1].end + 1 if set(run[1].raw) <= set("|-:+ \t") else run[0].end + 1
+            tables.append((run[0].start, min(header_end, len(text)), min(run[-1].end + 1, len(text))))
+
+    def shape(line: Line) -> tuple[int, int]:
+        return tuple(line.raw.count(sep) for sep in TABLE_SEPARATORS)  # type: ignore[return-value]
+
+    for line in lines_of(text):
+        if run and shape(line) == shape(run[-1]) and any(shape(line)):
+            run.append(line)
+            continue
+        close()
+        run = [line] if any(shape(line)) else []
+    close()
+    return tables
