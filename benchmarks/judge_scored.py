@@ -17,7 +17,7 @@ the record's own (where an answer outside it is refused, which counts as stopped
 one-pass prompt by default (the model reads only the text: its confidence is its own reading), or the
 two-pass formatting prompt with the gold answer as the notes (`--prompt gold-notes`: how far the
 formatting pass follows right notes). Each scored answer is judged at the run's conservative default
-(no calibration: every value p >= 0.9, no enum or boolean passes, db/calibrations.py) and at one bound
+(no calibration: every value p >= 0.99, no enum or boolean passes, db/calibrations.py) and at one bound
 for every value, 0 (grounding alone) and 0.5 / 0.7 / 0.9 / 0.95. A field's own `x-min-confidence`
 (chat_tag's emotion) overrides both, as in a run. A perfect answer counts when `ok`; a wrong value
 counts as accepted when the verdict's data still holds it (`ok`, or `partial` that kept it).
@@ -35,11 +35,11 @@ from typing import Any
 
 from judge_gold import GOLD, NAMES, answer, schema_name, wrong_answers
 
-from formwork.db.calibrations import NEVER, UNCALIBRATED_VALUES
 from formwork.schemas.annotations import value_types
 from formwork.schemas.paths import parse_path
 from formwork.schemas.registry import Schema, load_schema
 from formwork.tasks.calls import ExtractOptions
+from formwork.tasks.confidence.policy import UNCALIBRATED
 from formwork.tasks.confidence.probability import field_confidences, value_paths
 from formwork.tasks.engines.base import Completion, RequestRejected
 from formwork.tasks.engines.local import LocalEngine
@@ -49,7 +49,8 @@ from formwork.tasks.modes import single_pass_messages
 from formwork.tasks.prompts import formatting_messages
 from formwork.tasks.validate import judge
 
-BOUNDS: dict[str, tuple[float, float]] = {"default": (UNCALIBRATED_VALUES, NEVER)}
+NEVER = 1.01  # a bound above 1: no enum or boolean passes, as uncalibrated (tasks/confidence/policy.py)
+BOUNDS: dict[str, tuple[float, float]] = {"default": (UNCALIBRATED, NEVER)}
 BOUNDS |= {f"{b:g}": (b, b) for b in (0.0, 0.5, 0.7, 0.9, 0.95)}
 KINDS = ("number", "date", "quote", "label")
 # the grammars a run would use, with grounded decoding and without

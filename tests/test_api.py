@@ -79,17 +79,19 @@ def test_installed_formwork_claims_no_generic_top_level_names(tmp_path: Path) ->
 
 
 @pytest.mark.slow
-def test_extract_applies_the_bounds_a_run_applies_and_says_which(
+def test_extract_applies_the_policy_a_run_applies_and_says_which(
     local_engine: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, any_db_url: str
 ) -> None:
     """Defect 6: extract() applied no bound, so a coin-flip enum came back `ok`. Now it looks up what
-    `formwork run` would: no database configured and nothing shipped: the conservative default (no
-    enum passes); the configured database's calibration when it has one for the key."""
-    from formwork.db.calibrations import NEVER
+    `formwork run` would: no database configured and nothing shipped: the uncalibrated default (no row
+    is ok); the configured database's per-value calibration when it has one for the key."""
     from formwork.db.models import Calibration
     from formwork.db.session import session_factory
-    from formwork.flows.api import applied_bounds
+    from formwork.flows.api import applied_policy
+    from formwork.tasks.confidence.certify import FieldClaim, field_level, lower_bound
+    from formwork.tasks.confidence.score import ScoreModel
     from formwork.tasks.evaluation import shipped
+    from formwork.tasks.evaluation.calibration import schema_fields
     from formwork.tasks.evaluation.key import calibration_key
 
     monkeypatch.delenv("FORMWORK_DB_URL", raising=False)
@@ -97,20 +99,22 @@ def test_extract_applies_the_bounds_a_run_applies_and_says_which(
     plain = Settings(engine="local", reasoning_max_tokens=48, max_attempts=1, mode="one-pass")
     texts = ["Anna: we won the finals!!! best day ever"]
     [row] = extract(texts, schema=Mood, settings=plain)
-    assert row.confidence.startswith("uncalibrated, p >= 0.99: none: no calibration for Mood@v")
-    assert applied_bounds(plain, resolve_schema(Mood), (local_engine, local_engine)).choices == NEVER
-    if row.data and row.data.get("mood") is not None:  # a label chosen: never ok uncalibrated
-        assert row.status != "ok" and any("no calibration covers" in e for e in row.errors)
+    assert row.confidence.startswith("uncalibrated: none: no calibration for Mood@v")
+    policy = applied_policy(plain, resolve_schema(Mood), (local_engine, local_engine))
+    assert policy is not None and not policy.vouched and row.status != "ok"
 
     configured = plain.model_copy(update={"db_url": any_db_url})
-    key = calibration_key(configured, resolve_schema(Mood), (local_engine, local_engine))  # type: ignore[arg-type]
+    checked = resolve_schema(Mood)
+    key = calibration_key(configured, checked, (local_engine, local_engine))  # type: ignore[arg-type]
+    share = field_level(0.9, len(schema_fields(checked.checked_body)))
+    claims = {"mood": FieldClaim("mood", 0.95, share, 100, 0.5, 90, 90, lower_bound(90, 90, share)).as_dict()}
     with session_factory(any_db_url)() as session:
         session.add(made := Calibration(
-            **key.as_dict(), method="least-confidence", threshold=0.0, target=0.95, level=0.9, bound=0.955,
-            kept=50, correct=50, values_bound=0.96, values_kept=60, values_correct=60, gold_hash="0" * 64,
-            gold_size=60))  # fmt: skip
+            **key.as_dict(), method="per-value", threshold=None, target=0.95, level=0.9, bound=0.0, kept=0,
+            correct=0, fields=claims, score_model=ScoreModel({}, 20.0).as_dict(), gold_hash="0" * 64,
+            gold_size=100))  # fmt: skip
         session.commit()
         made_id = made.id
     [row] = extract(texts, schema=Mood, settings=configured)
-    assert row.confidence.startswith(f"calibration {made_id}, p >= 0: precision of ok >= 0.955")
-    assert not any("no calibration covers" in e or "is below its bound" in e for e in row.errors)
+    assert row.confidence.startswith(f"calibration {made_id}: 1 of 1 fields certified on 100 gold records")
+    assert not any("no calibration covers" in e for e in row.errors)

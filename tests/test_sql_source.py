@@ -334,7 +334,8 @@ def test_rows_a_killed_run_claimed_are_processed_and_the_watermark_waits_for_the
     args = ["run", source_url, "--schema", "expense", "--db", db, "--table", "messages",
             "--updated-column", "updated_at"]  # fmt: skip
     second = runner.invoke(app, args)  # the killed run's claims are still fresh: skipped, not lost
-    assert second.exit_code == 0, second.output
+    assert second.exit_code == 3, second.output  # and the run says so rather than finishing quietly
+    assert "3 records of this input have no result yet" in second.output
     with session_factory(db)() as session:
         mark = session.scalars(select(Watermark)).one()
         assert datetime.fromisoformat(mark.value["value"]).replace(tzinfo=UTC) == T0 + timedelta(minutes=1)
