@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -185,6 +186,22 @@ def test_models_lists_every_known_model_and_whether_it_is_installed(tmp_path, mo
     assert "yes (bundled)" in result.output
     assert "no: formwork models install qwen2.5-coder-1.5b" in result.output
     assert "imitates" in result.output and "Apache-2.0" in result.output
+
+
+def test_models_says_what_each_models_shipped_calibrations_certify(tmp_path, monkeypatch) -> None:
+    """The 1.5B's shipped expense calibration, copied alone into a shipped folder of its own: its row
+    names the fields it certifies; with the folder empty, no model claims a guarantee."""
+    from formwork.tasks.evaluation import shipped
+
+    monkeypatch.setenv("COLUMNS", "600")
+    source = next(shipped.SHIPPED.glob("expense-v3-qwen2.5-coder-1.5b-*two-readings.json"))
+    shutil.copy(source, tmp_path / source.name)
+    monkeypatch.setattr(shipped, "SHIPPED", tmp_path)
+    listed = CliRunner().invoke(app, ["models"]).output
+    assert "expense@v3 two-readings: 2 of 6 fields certified (amount, currency) on 147 gold records" in listed
+    assert shipped.shipped_for("smollm2-135m") == []
+    (tmp_path / source.name).unlink()
+    assert "certified" not in CliRunner().invoke(app, ["models"]).output
 
 
 def test_an_unknown_name_is_refused_with_the_names_there_are() -> None:

