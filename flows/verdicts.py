@@ -23,7 +23,7 @@ from typing import Any, Literal
 from formwork.tasks.confidence.policy import apart
 
 Kind = Literal["kept", "dropped", "refused", "unsure"]
-Hint = Literal["calibrate", "bound", "text", "logprobs", "reasoning_tokens", "format_tokens", ""]
+Hint = Literal["calibrate", "certify", "bound", "text", "logprobs", "reasoning_tokens", "format_tokens", ""]
 
 
 @dataclass(frozen=True)
@@ -61,11 +61,11 @@ SENTENCES: list[tuple[str, Kind, str, Hint]] = [
     # tasks.decide: a value or null its run's policy did not certify, and why (tasks.confidence.policy)
     (rf"{_PATH} null is unsure: {_UNSURE}", "unsure", "null, {what} {p} < {bound}", "bound"),
     (rf"{_PATH} null is unsure: its field is not certified", "unsure", "null, field not certified",
-     "calibrate"),
+     "certify"),
     (rf"{_PATH} null is unsure: no calibration covers", "unsure", "null, no calibration", "calibrate"),
     (rf"{_PATH} null is unsure: (?P<why>[^;]{{1,50}})", "unsure", "null, {why}", ""),
     (rf"{_VALUE} dropped: {_UNSURE}", "dropped", "{what} {p} < {bound}", "bound"),
-    (rf"{_VALUE} dropped: its field is not certified", "dropped", "field not certified", "calibrate"),
+    (rf"{_VALUE} dropped: its field is not certified", "dropped", "field not certified", "certify"),
     (rf"{_VALUE} dropped: no calibration covers this choice", "dropped", "no calibration for this choice",
      "calibrate"),
     (rf"{_VALUE} dropped: no probability", "dropped", "no probability", "logprobs"),
@@ -189,6 +189,11 @@ ADVICE: dict[Hint, Callable[[int, str], str]] = {
     "calibrate": lambda n, schema: (
         f"{n} choice(s) had no calibration for this schema and model: calibrate with "
         f"`formwork eval GOLD.jsonl --schema {schema} --calibrate` (gold sets: examples/gold/)"
+    ),
+    "certify": lambda n, schema: (
+        f"{n} value(s) are in fields their calibration could not certify on its gold (the run's summary "
+        f"says each field's best bound): a stronger model (`formwork models`, `--escalate-to`) or more "
+        f"gold records for those fields (`formwork eval GOLD.jsonl --schema {schema} --calibrate`)"
     ),
     "bound": lambda n, schema: (
         f"{n} value(s) were below their bound: a larger model is surer (`formwork models`), or "

@@ -203,6 +203,10 @@ def test_next_step_names_the_command_for_the_most_common_cause() -> None:
     line = next_step([below, uncalibrated, uncalibrated])
     assert line.startswith("next: 2 choice(s) had no calibration")
     assert "formwork eval GOLD.jsonl --schema expense --calibrate" in line and "formwork models" in line
+    uncertified = {**below, "errors": ['who "Maria" dropped: its field is not certified']}
+    line = next_step([uncertified, uncertified, below])
+    assert line.startswith("next: 2 value(s) are in fields their calibration could not certify")
+    assert "--escalate-to" in line and "no calibration" not in line
     assert next_step([{"status": "ok", "errors": [], "nulled": [], "evidence": []}]) == (
         "every value kept: nothing to do"
     )
