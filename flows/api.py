@@ -49,7 +49,7 @@ class Extracted(Generic[M]):
 
     text: str
     status: str  # ok, partial (failing fields nulled, listed in `nulled`) or failed
-    data: dict[str, Any] | None
+    data: dict[str, Any] | None  # the checked row; None for a failed row, whose answer is `unchecked`
     model: M | None = None  # `data` validated by the Pydantic class, for ok and partial rows only
     errors: list[str] = field(default_factory=list)
     nulled: list[str] = field(default_factory=list)
@@ -58,6 +58,7 @@ class Extracted(Generic[M]):
     formatting_finish: str | None = None
     attempts: int = 0
     confidence: str = ""  # which calibration applied and what `ok` then guarantees (db.calibrations)
+    unchecked: dict[str, Any] | None = None  # a failed row's answer, never checked: to read, not to keep
 
     @property
     def ok(self) -> bool:
@@ -101,9 +102,11 @@ def _as_row(text: str, outcome: Outcome, model_class: type[M] | None, said: str)
             verdict = replace(
                 verdict, status="failed", errors=[*verdict.errors, f"the model class rejects it: {exc}"]
             )
+    failed = verdict.status == "failed"  # its answer was never checked: kept apart, as in `formwork results`
     return Extracted(
-        text, verdict.status, verdict.data, instance, list(verdict.errors), list(verdict.nulled),
-        list(verdict.evidence), outcome.reasoning_finish, outcome.formatting_finish, outcome.attempts, said,
+        text, verdict.status, None if failed else verdict.data, instance, list(verdict.errors),
+        list(verdict.nulled), list(verdict.evidence), outcome.reasoning_finish, outcome.formatting_finish,
+        outcome.attempts, said, unchecked=verdict.data if failed else None,
     )  # fmt: skip
 
 

@@ -43,16 +43,20 @@ def test_texts_come_back_in_order_as_instances_of_the_class(local_engine: object
     assert [row.text for row in rows] == texts
     assert rows[1].status == "failed" and rows[1].errors == ["bad input: the text is empty or not a string"]
     for row in (rows[0], rows[2]):
-        assert row.data is not None and row.formatting_finish == "stop" and row.attempts == 1
+        assert row.formatting_finish == "stop" and row.attempts == 1
         if row.status != "failed":
             assert isinstance(row.model, Mood) and row.model.mood == row.data["mood"]
+            assert row.unchecked is None
+        else:  # a failed row's answer is never handed out as data
+            assert row.data is None and row.unchecked is not None
 
 
 @pytest.mark.slow
 def test_a_row_the_class_rejects_fails_with_the_reason(local_engine: object) -> None:
     [row] = extract(["Anna: we won the finals!!!"], schema=NeverValid, settings=TRUSTING)
-    assert row.data is not None and row.data["mood"] in {"happy", "sad", "angry"}
     assert row.status == "failed" and row.model is None and not row.ok
+    assert row.data is None and row.unchecked is not None
+    assert row.unchecked["mood"] in {"happy", "sad", "angry"}
     assert "the model class rejects it" in row.errors[-1] and "accepts nothing" in row.errors[-1]
 
 
