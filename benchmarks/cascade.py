@@ -14,7 +14,8 @@ verification half as a run applies it. A cascade `A>B` keeps A's row where every
 and otherwise escalates the record to B: a value B certifies is kept (it wins where both certify
 different ones), else A's certified value, else nothing (tasks.escalation.combine's rule). Reported per
 configuration: values certified and their precision, rows `ok` and theirs, the share escalated, and
-model seconds per record (the sum of its calls' durations; an escalated record pays both).
+model seconds per record (the sum of its calls' durations; an escalated record pays both); then per
+field, the values certified and how many are right.
 """
 
 from __future__ import annotations
@@ -142,6 +143,17 @@ def line(name: str, found: dict[str, Decided], escalated: float | None = None) -
             f"{seconds:.1f} |")  # fmt: skip
 
 
+def field_lines(name: str, found: dict[str, Decided]) -> list[str]:
+    """Per field: the values certified and how many are right (each field's target is per field)."""
+    tally: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for row in found.values():
+        for field, (certified, right) in row.fields.items():
+            tally[field][0] += certified
+            tally[field][1] += certified and right
+    return [f"| {name} | {field} | {n} | {right} | {f'{100 * right / n:.1f}%' if n else '-'} |"
+            for field, (n, right) in sorted(tally.items())]  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -167,7 +179,11 @@ def main() -> None:
     for pair in args.cascade:
         a, b = pair.split(">")
         found, share = cascade(configs[a], configs[b])
+        configs[f"{a} > {b}"] = found
         print(line(f"{a} > {b}", found, share))
+    print("\n| configuration | field | certified | right | precision |\n| --- | --- | ---: | ---: | ---: |")
+    for label, found in configs.items():
+        print("\n".join(field_lines(label, found)))
 
 
 if __name__ == "__main__":
