@@ -148,7 +148,8 @@ def outcome(status: str, data: dict[str, Any]) -> Outcome:
 
 def test_a_failed_row_carries_no_model_instance() -> None:
     failed = _as_row("One teapot", outcome("failed", {"item": "teapot", "quantity": 999}), Order, "")
-    assert failed.status == "failed" and failed.model is None and failed.data is not None
+    assert failed.status == "failed" and failed.model is None and failed.data is None
+    assert failed.unchecked == {"item": "teapot", "quantity": 999}  # the answer is kept, apart from data
     partial = _as_row("One teapot", outcome("partial", {"item": "teapot", "quantity": 1}), Order, "")
     assert partial.model == Order(item="teapot")
 
