@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from formwork.db.models import EvalRun, ModelCall, Record, RunResult
+from formwork.db.models import ModelCall, Record, Run, RunResult
 from formwork.db.session import session_factory
 from formwork.schemas.registry import load_schema
 from formwork.tasks.confidence.certify import FieldClaim
@@ -61,7 +61,9 @@ def load_run(db: str, schema: str, golds: dict[str, dict]) -> Stored:
     rows: dict[str, GoldRow] = {}
     seconds: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     with session_factory(db)() as session:
-        runs = session.scalars(select(EvalRun.run_id).where(EvalRun.schema_name == schema)).all()
+        runs = session.scalars(  # an eval stopped early has no summary row, but its records are kept
+            select(Run.id).where(Run.flow == "evaluate", Run.schema_name == schema)
+        ).all()
         for key, trust in session.execute(
             select(Record.key, RunResult.trust).join(RunResult, RunResult.record_id == Record.id)
             .where(RunResult.run_id.in_(runs))
