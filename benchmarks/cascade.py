@@ -12,7 +12,9 @@ calibration half measured, the verification half verified: `formwork eval --cali
 on the calibration half (tasks.evaluation.calibration, as `--calibrate` does), and applied to the
 verification half as a run applies it. A cascade `A>B` keeps A's row where every value is certified,
 and otherwise escalates the record to B: a value B certifies is kept (it wins where both certify
-different ones), else A's certified value, else nothing (tasks.escalation.combine's rule). Reported per
+different ones), else A's certified value, else nothing (tasks.escalation.combine's rule). `A>>B`
+escalates only a row one of whose uncertified fields B's calibration certifies (what B could change;
+the queue today escalates any row held only by thresholds, as `A>B` does). Reported per
 configuration: values certified and their precision, rows `ok` and theirs, the share escalated, and
 model seconds per record (the sum of its calls' durations; an escalated record pays both); then per
 field, the values certified and how many are right.
@@ -89,8 +91,11 @@ def only(row: GoldRow, readings: set[str]) -> GoldRow:
     return GoldRow(row.record, trust, row.gold)
 
 
-def configuration(schema_name: str, stored: Stored, readings: set[str]) -> dict[str, Decided]:
-    """Calibrate on the calibration half, decide the verification half: record -> Decided."""
+def configuration(
+    schema_name: str, stored: Stored, readings: set[str]
+) -> tuple[dict[str, Decided], set[str]]:
+    """Calibrate on the calibration half, decide the verification half: record -> Decided, and the
+    fields the calibration certifies."""
     schema = load_schema(schema_name)
     half = {k: only(r, readings) for k, r in stored.rows.items()}
     fitted = calibrate(schema, [r for k, r in half.items() if half_of(k) == "calibration"])
@@ -99,7 +104,7 @@ def configuration(schema_name: str, stored: Stored, readings: set[str]) -> dict[
         if half_of(key) == "verification":
             found[key] = decided(schema, row, fitted.model, fitted.claims,
                                  sum(stored.seconds[key].get(r, 0.0) for r in readings))  # fmt: skip
-    return found
+    return found, {field for field, claim in fitted.claims.items() if claim.threshold is not None}
 
 
 def decided(
@@ -114,11 +119,16 @@ def decided(
     return Decided(fields, seconds)
 
 
-def cascade(first: dict[str, Decided], second: dict[str, Decided]) -> tuple[dict[str, Decided], float]:
-    """A's row where it is ok, else each field from B where B certifies it, else A's where A does."""
+def cascade(
+    first: dict[str, Decided], second: dict[str, Decided], only: set[str] | None = None
+) -> tuple[dict[str, Decided], float]:
+    """A's row where it is ok, else each field from B where B certifies it, else A's where A does.
+    With `only` (the fields B's calibration certifies), a row escalates only where one of them is
+    among the fields A left uncertified: B could change nothing else."""
     found, escalated = {}, 0
     for key, a in first.items():
-        if a.ok:
+        unsure = {field for field, (certified, _) in a.fields.items() if not certified}
+        if a.ok or (only is not None and not unsure & only):
             found[key] = a
             continue
         escalated += 1
@@ -163,26 +173,31 @@ def main() -> None:
     parser.add_argument("--schema", required=True)
     parser.add_argument("--gold", required=True, help="gold files, comma-separated")
     parser.add_argument("--run", action="append", required=True, help="NAME=DB (repeatable)")
-    parser.add_argument("--cascade", action="append", default=[], help="A>B, configurations (repeatable)")
+    parser.add_argument("--cascade", action="append", default=[],
+                        help="A>B (escalate every row A leaves unsure) or A>>B (only rows unsure in a field "
+                             "B certifies), configurations (repeatable)")  # fmt: skip
     args = parser.parse_args()
     schema = load_schema(args.schema)
     golds = {g.id: g.gold for g in load_gold(args.gold.split(","), schema)}
     runs = {name: load_run(db, args.schema, golds) for name, db in (r.split("=", 1) for r in args.run)}
     configs: dict[str, dict[str, Decided]] = {}
+    certifies: dict[str, set[str]] = {}
     for name, stored in runs.items():
         for label, readings in ((name, {"two-pass", NOTES}), (f"{name}/{NOTES}", {NOTES}),
                                 (f"{name}/two-pass", {"two-pass"})):  # fmt: skip
-            configs[label] = configuration(args.schema, stored, readings)
+            configs[label], certifies[label] = configuration(args.schema, stored, readings)
     print("| configuration | records | values certified | precision | rows ok | precision of ok | escalated |"
           " model s/record |")  # fmt: skip
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for label, found in configs.items():
         print(line(label, found))
     for pair in args.cascade:
-        a, b = pair.split(">")
-        found, share = cascade(configs[a], configs[b])
-        configs[f"{a} > {b}"] = found
-        print(line(f"{a} > {b}", found, share))
+        per_field = ">>" in pair
+        a, b = pair.split(">>" if per_field else ">")
+        found, share = cascade(configs[a], configs[b], certifies[b] if per_field else None)
+        name = f"{a} >> {b} (per field)" if per_field else f"{a} > {b}"
+        configs[name] = found
+        print(line(name, found, share))
     print("\n| configuration | field | certified | right | precision |\n| --- | --- | ---: | ---: | ---: |")
     for label, found in configs.items():
         print("\n".join(field_lines(label, found)))

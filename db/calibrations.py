@@ -111,6 +111,15 @@ def policy_for(session: Session | None, key: CalibrationKey) -> Applied:
     return Applied(Policy("uncalibrated"), {"calibration": None, "guarantee": guarantee})
 
 
+def certified_fields(session: Session | None, key: CalibrationKey | None) -> tuple[str, ...] | None:
+    """The fields a reader with `key` certifies under its calibration (the database's, else a shipped
+    one): what an escalation to it can change. None where the key is not known before it reads."""
+    if key is None:
+        return None
+    claims = policy_for(session, key).policy.claims
+    return tuple(sorted(name for name, claim in claims.items() if claim.certified))
+
+
 def _calibrated(found: Calibration, label: int | str | None) -> Applied:
     """A calibration's policy; its sentences say per field what is guaranteed, in words."""
     claims = {name: FieldClaim.from_dict(claim) for name, claim in (found.fields or {}).items()}

@@ -33,6 +33,7 @@ from formwork.db.queue import record_failure, record_success, release_worker
 from formwork.db.session import upsert_insert
 from formwork.schemas.registry import Schema
 from formwork.tasks.calls import Outcome
+from formwork.tasks.confidence.readings import field_key
 from formwork.tasks.sources import InputRecord
 
 BATCH = 1000
@@ -63,20 +64,31 @@ class QueuePolicy:
     max_attempts: int = 5
     escalate_to: str | None = None  # the stronger reader for rows held back only by their thresholds
     escalating: bool = False  # this run is the escalation: a row still unsure has no one else to go to
+    # the fields the stronger reader's calibration certifies; None where that is known only once it reads
+    escalate_fields: tuple[str, ...] | None = None
 
     def wants(self, outcome: Outcome) -> str | None:
         """What the outcome waits for in the queue: `retry` (the same reader again: a failed row, or a
         partial one with `include_partial`), `escalation` (a row held back only by its values'
-        thresholds, where a stronger reader is named), or None. A row only a stronger reader could
-        change never waits for the same one: greedy, it would answer the same."""
+        thresholds, one of which the stronger reader named can certify), or None. A row only a stronger
+        reader could change never waits for the same one: greedy, it would answer the same; nor for a
+        stronger one that certifies none of the fields it left unsure: it could change nothing."""
         verdict = outcome.verdict
         if not outcome.queueable:
             return None
         if verdict.status == "failed":
             return "retry"
         if verdict.unsure_only:
-            return "escalation" if self.escalate_to and not self.escalating else None
+            wanted = self.escalate_to and not self.escalating and self._reaches(outcome)
+            return "escalation" if wanted else None
         return "retry" if verdict.status == "partial" and self.include_partial else None
+
+    def _reaches(self, outcome: Outcome) -> bool:
+        """Whether the stronger reader certifies a field this row left unsure (unknown: assume it may)."""
+        if self.escalate_fields is None:
+            return True
+        unsure = {field_key(t["path"]) for t in outcome.verdict.trust or [] if not t.get("certified")}
+        return bool(unsure & set(self.escalate_fields))
 
 
 def start_run(session: Session, schema: Schema | None = None, **fields: Any) -> int:

@@ -25,7 +25,7 @@ from typing import TypeVar
 from prefect import get_run_logger
 from sqlalchemy.orm import Session
 
-from formwork.db.calibrations import policy_for
+from formwork.db.calibrations import certified_fields, policy_for
 from formwork.db.claims import Holders, heartbeat, holders, mark_crashed
 from formwork.db.journal import Journal, replay
 from formwork.db.keeping import DatabaseUnavailable, OutageWindow, is_outage, reason
@@ -40,7 +40,7 @@ from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.confidence.policy import Policy
 from formwork.tasks.engines import check_engines, engine_kind, engines_for
 from formwork.tasks.engines.base import Engine
-from formwork.tasks.evaluation.key import calibration_key
+from formwork.tasks.evaluation.key import calibration_key, escalation_key
 from formwork.tasks.presets import run_warning
 from formwork.tasks.settings import Settings
 
@@ -92,6 +92,8 @@ def new_context(
                 options = policy.applied_to(options)
                 applied = policy.applied
             applied = applied | {"key": key.as_dict()}  # what rows like these calibrate (eval, audit)
+        reach = (certified_fields(session, escalation_key(settings, schema, engines))
+                 if settings.escalate_to and not (escalating or measuring) else None)  # fmt: skip
         run_id = start_run(
             session,
             schema,
@@ -107,11 +109,16 @@ def new_context(
         get_run_logger().warning("%d earlier runs stopped without finishing: marked crashed", crashed)
     if applied is not None:
         logger.info("run %s confidence: %s", run_id, applied["guarantee"])
+    if reach == ():
+        get_run_logger().warning("run %s: no row escalates: %s certifies none of %s's fields (calibrate "
+                                 "it on gold: formwork eval --calibrate)", run_id, settings.escalate_to,
+                                 schema.name)  # fmt: skip
     warning = run_warning(settings.preset, settings.allow_chat_in_constrained)
     if warning:
         get_run_logger().warning("run %s: %s", run_id, warning)
     queue = QueuePolicy(include_partial=settings.queue_partial, max_attempts=settings.queue_max_attempts,
-                        escalate_to=settings.escalate_to, escalating=escalating)  # fmt: skip
+                        escalate_to=settings.escalate_to, escalating=escalating,
+                        escalate_fields=reach)  # fmt: skip
     return RunContext(
         run_id,
         schema,

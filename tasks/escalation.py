@@ -4,6 +4,8 @@ A row held back only by its values' thresholds gains nothing from the same model
 it answers the same, and the bound holds it again. A stronger model (or the same model reading twice)
 may certify what the first could not, so such a row waits in the retry queue as an *escalation*
 (db.queue), and the reprocessing flow reads it with `escalate_to`, under that model's own calibration.
+Only a row unsure of a field that calibration certifies is sent (db.store.QueuePolicy, with the key
+from tasks.evaluation.key.escalation_key): for any other, the stronger reader could change nothing.
 
 `escalate_to` names the stronger reader in one string (tasks.settings.escalation_overrides reads it):
 a model from `formwork models`, `@MODE` for the same model in another mode, both, or a server.

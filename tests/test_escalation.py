@@ -116,3 +116,16 @@ def test_no_entry_waits_for_a_reader_that_would_answer_the_same(any_db_url: str)
         save_outcomes(session, run, SCHEMA, [_outcome(ids[2], unsure)],
                       QueuePolicy(escalate_to="big@one-pass", escalating=True))  # fmt: skip
         assert session.scalars(select(RetryEntry).where(RetryEntry.record_id == ids[2])).all() == []
+
+
+def test_a_row_escalates_only_where_the_stronger_reader_certifies_a_field_it_left_unsure() -> None:
+    """`who` is unsure: a stronger reader whose calibration certifies only `amount` could change
+    nothing, so nothing waits for it; one that certifies `who`, or one not known until it reads, may."""
+    from formwork.db.store import QueuePolicy
+
+    unsure = _outcome(1, _second(("Maria", 0.5), (42.8, 0.99)))
+    assert {t["path"] for t in unsure.verdict.trust if not t["certified"]} == {"who"}
+    assert QueuePolicy(escalate_to="big", escalate_fields=("amount", "category")).wants(unsure) is None
+    assert QueuePolicy(escalate_to="big", escalate_fields=("amount", "who")).wants(unsure) == "escalation"
+    assert QueuePolicy(escalate_to="big").wants(unsure) == "escalation"
+    assert QueuePolicy(escalate_to="big", escalate_fields=()).wants(unsure) is None

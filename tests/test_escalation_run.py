@@ -19,7 +19,7 @@ from formwork.schemas.registry import load_schema
 from formwork.tasks.confidence.certify import FieldClaim, field_level, lower_bound
 from formwork.tasks.confidence.score import ScoreModel
 from formwork.tasks.evaluation.calibration import schema_fields
-from formwork.tasks.evaluation.key import CalibrationKey, calibration_key
+from formwork.tasks.evaluation.key import CalibrationKey, calibration_key, escalation_key
 from formwork.tasks.settings import Settings
 
 pytestmark = pytest.mark.slow
@@ -100,3 +100,43 @@ def test_an_unsure_row_reaches_the_stronger_model_and_comes_back_with_its_certif
     assert len(rows) == len(same)
     for row in rows:
         assert any(t.get("certified_by") == qwen_engine.model for t in row.trust), json.dumps(row.trust)[:500]
+
+
+def test_the_escalation_is_keyed_as_the_stronger_reader_will_run(
+    local_engine, qwen_engine, monkeypatch
+) -> None:
+    """The run knows the stronger reader's calibration before opening it: the same key its own run has."""
+    monkeypatch.setenv("FORMWORK_MODE", "two-pass")
+    small = (local_engine, local_engine)
+    expected = calibration_key(Settings(local_model="qwen2.5-coder-1.5b", mode="one-pass"), EXPENSE,
+                               (qwen_engine, qwen_engine))  # fmt: skip
+    assert escalation_key(Settings(escalate_to=STRONGER), EXPENSE, small) == expected
+    in_two = calibration_key(Settings(mode="two-readings"), EXPENSE, small)
+    assert escalation_key(Settings(escalate_to="@two-readings"), EXPENSE, small) == in_two
+    assert escalation_key(Settings(escalate_to="vllm:http://127.0.0.1:9/v1"), EXPENSE, small) is None
+
+
+def test_no_row_waits_for_a_stronger_model_that_certifies_none_of_its_fields(
+    prefect_harness, local_engine, qwen_engine, monkeypatch, write_jsonl, tmp_path
+) -> None:
+    db = f"sqlite:///{tmp_path}/nowhere.db"
+    for name, value in {"MODE": "one-pass", "MAX_ATTEMPTS": "1", "DB_URL": db}.items():
+        monkeypatch.setenv(f"FORMWORK_{name}", value)
+    small = calibration_key(Settings(), EXPENSE, (local_engine, local_engine))
+    large = calibration_key(Settings(local_model="qwen2.5-coder-1.5b"), EXPENSE, (qwen_engine, qwen_engine))
+    with session_factory(db)() as session:
+        session.add_all([_calibration(small, None), _calibration(large, None)])  # measured, none certified
+        session.commit()
+    texts = [
+        {"id": "a", "text": "Taxi 35 EUR, 2024-03-03, Tom"},
+        {"id": "b", "text": "Lunch 12.50 USD on 2024-03-04, Maria"},
+    ]
+    done = runner.invoke(
+        app, ["run", str(write_jsonl(texts)), "--schema", "expense", "--escalate-to", STRONGER]
+    )
+    assert done.exit_code == 0, done.output
+    with session_factory(db)() as session:
+        rows = session.scalars(select(Result)).all()
+        kinds = [e.kind for e in session.scalars(select(RetryEntry))]
+    assert any(r.status == "partial" for r in rows)  # unsure, yet the 1.5B could change nothing
+    assert "escalation" not in kinds

@@ -22,13 +22,13 @@ from typing import Any
 
 from formwork.schemas.registry import Schema
 from formwork.tasks.confidence.features import FEATURES_VERSION
-from formwork.tasks.engines import engine_kind
+from formwork.tasks.engines import engine_kind, local_model_file
 from formwork.tasks.engines.base import Engine
-from formwork.tasks.engines.fingerprint import model_hash
+from formwork.tasks.engines.fingerprint import file_hash, model_hash
 from formwork.tasks.grounding.candidates import READERS_VERSION
 from formwork.tasks.modes import SINGLE, single_pass_messages
 from formwork.tasks.prompts import formatting_messages, reasoning_messages
-from formwork.tasks.settings import Settings
+from formwork.tasks.settings import Settings, escalation_overrides
 
 SAMPLED = ("reasoning_temperature", "reasoning_repetition_penalty", "reasoning_max_tokens",
            "format_max_tokens", "max_attempts", "preset", "allow_chat_in_constrained")  # fmt: skip
@@ -63,10 +63,33 @@ class CalibrationKey:
 def calibration_key(settings: Settings, schema: Schema, engines: tuple[Engine, Engine]) -> CalibrationKey:
     """The key of a run of `schema` with these settings (mode, grounded decoding) on these engines."""
     reasoner, formatter = engines
+    return _key(settings, schema, formatter.model, model_hash(formatter), engine_kind(settings, formatter),
+                reasoner.model)  # fmt: skip
+
+
+def escalation_key(
+    settings: Settings, schema: Schema, engines: tuple[Engine, Engine]
+) -> CalibrationKey | None:
+    """The key the run's escalation (`escalate_to`) will read under, where it is known before that reader
+    is opened: the same engines in another mode, or an embedded model, known by its file (one not
+    installed raises ModelUnavailable). None for a server, whose model is known once it answers."""
+    overrides = escalation_overrides(settings.escalate_to or "")
+    stronger = settings.model_copy(update=overrides)
+    if set(overrides) <= {"mode"}:
+        return calibration_key(stronger, schema, engines)
+    if stronger.engine != "local":
+        return None
+    from formwork.tasks.engines.local import bundled_model_path
+
+    path = local_model_file(stronger) or bundled_model_path()
+    return _key(stronger, schema, path.stem, file_hash(path), "local", path.stem)
+
+
+def _key(settings: Settings, schema: Schema, model: str, digest: str | None, engine: str, reasoner: str
+         ) -> CalibrationKey:  # fmt: skip
     return CalibrationKey(
-        schema.name, schema.version, schema.digest, formatter.model, model_hash(formatter),
-        engine_kind(settings, formatter), settings.mode, settings.grounded_decoding, reasoner.model,
-        sampling_digest(settings), pipeline_version(),
+        schema.name, schema.version, schema.digest, model, digest, engine, settings.mode,
+        settings.grounded_decoding, reasoner, sampling_digest(settings), pipeline_version(),
     )  # fmt: skip
 
 
