@@ -25,7 +25,6 @@ from typing import TypeVar
 from prefect import get_run_logger
 from sqlalchemy.orm import Session
 
-from formwork.db.calibrations import certified_fields, policy_for
 from formwork.db.claims import Holders, heartbeat, holders, mark_crashed
 from formwork.db.journal import Journal, replay
 from formwork.db.keeping import DatabaseUnavailable, OutageWindow, is_outage, reason
@@ -35,12 +34,10 @@ from formwork.db.store import QueuePolicy, finish_run, start_run
 from formwork.flows.artifacts import publish_run
 from formwork.flows.chunk import RunContext, process_chunk
 from formwork.flows.prefect_env import quiet_and_redacted
+from formwork.flows.run_policy import run_policy
 from formwork.schemas.registry import Schema
-from formwork.tasks.calls import ExtractOptions
-from formwork.tasks.confidence.policy import Policy
 from formwork.tasks.engines import check_engines, engine_kind, engines_for
 from formwork.tasks.engines.base import Engine
-from formwork.tasks.evaluation.key import calibration_key, escalation_key
 from formwork.tasks.presets import run_warning
 from formwork.tasks.settings import Settings
 
@@ -77,23 +74,11 @@ def new_context(
     `escalating`: the stronger reader of rows another left unsure (their values join, tasks.escalation)."""
     reasoner, formatter = engines
     timeout = timedelta(seconds=settings.run_lease_s)
-    options = ExtractOptions.from_settings(settings)
     kind = engine_kind(settings, formatter)  # openai:<dialect>: never an embedded or vLLM calibration
     with sessions() as session:
         crashed = mark_crashed(session, timeout)
-        applied = None
-        if measuring or settings.calibration:
-            key = calibration_key(settings, schema, engines)
-            if measuring:
-                options = replace(options, policy=Policy("measuring"))
-                applied = {"calibration": None, "guarantee": "measuring: nothing certified, nothing dropped"}
-            else:
-                policy = policy_for(session, key)
-                options = policy.applied_to(options)
-                applied = policy.applied
-            applied = applied | {"key": key.as_dict()}  # what rows like these calibrate (eval, audit)
-        reach = (certified_fields(session, escalation_key(settings, schema, engines))
-                 if settings.escalate_to and not (escalating or measuring) else None)  # fmt: skip
+        decided = run_policy(session, settings, schema, engines, measuring=measuring, escalating=escalating)
+        options, applied, reach = decided.options, decided.applied, decided.reach
         run_id = start_run(
             session,
             schema,
