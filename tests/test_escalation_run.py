@@ -41,24 +41,33 @@ def _calibration(key: CalibrationKey, threshold: float | None) -> Calibration:
                        gold_hash="0" * 64, gold_size=100)  # fmt: skip
 
 
-def test_an_unsure_row_reaches_the_stronger_model_and_comes_back_with_its_certified_values(
-    prefect_harness, local_engine, qwen_engine, monkeypatch, write_jsonl, tmp_path
-) -> None:
-    db = f"sqlite:///{tmp_path}/escalate.db"
+TEXTS = [
+    {"id": "a", "text": "Taxi 35 EUR, 2024-03-03, Tom"},
+    {"id": "b", "text": "Lunch 12.50 USD on 2024-03-04, Maria"},
+]
+
+
+def _first_run(engines, monkeypatch, write_jsonl, db: str, large_threshold: float | None):
+    """The bundled model reads TEXTS under a calibration certifying none of its fields, with the 1.5B
+    named to escalate to, under one certifying every field at `large_threshold` (None: none)."""
+    local_engine, qwen_engine = engines
     for name, value in {"MODE": "one-pass", "MAX_ATTEMPTS": "1", "DB_URL": db}.items():
         monkeypatch.setenv(f"FORMWORK_{name}", value)
     small = calibration_key(Settings(), EXPENSE, (local_engine, local_engine))
     large = calibration_key(Settings(local_model="qwen2.5-coder-1.5b"), EXPENSE, (qwen_engine, qwen_engine))
     with session_factory(db)() as session:
-        session.add_all([_calibration(small, None), _calibration(large, 0.5)])
+        session.add_all([_calibration(small, None), _calibration(large, large_threshold)])
         session.commit()
-    texts = [
-        {"id": "a", "text": "Taxi 35 EUR, 2024-03-03, Tom"},
-        {"id": "b", "text": "Lunch 12.50 USD on 2024-03-04, Maria"},
-    ]
-    first = runner.invoke(
-        app, ["run", str(write_jsonl(texts)), "--schema", "expense", "--escalate-to", STRONGER]
+    return runner.invoke(
+        app, ["run", str(write_jsonl(TEXTS)), "--schema", "expense", "--escalate-to", STRONGER]
     )
+
+
+def test_an_unsure_row_reaches_the_stronger_model_and_comes_back_with_its_certified_values(
+    prefect_harness, local_engine, qwen_engine, monkeypatch, write_jsonl, tmp_path
+) -> None:
+    db = f"sqlite:///{tmp_path}/escalate.db"
+    first = _first_run((local_engine, qwen_engine), monkeypatch, write_jsonl, db, 0.5)
     assert first.exit_code == 0, first.output
     with session_factory(db)() as session:
         waiting = session.scalars(select(RetryEntry)).all()
@@ -85,7 +94,7 @@ def test_an_unsure_row_reaches_the_stronger_model_and_comes_back_with_its_certif
     # stronger model before the run ends
     same = [
         {"id": f"{t['id']}2", "text": t["text"]}
-        for t in texts
+        for t in TEXTS
         if t["id"] in {k for k, r in results.items() if r.record_id in escalated}
     ]
     now = runner.invoke(app, ["run", str(write_jsonl(same, "again.jsonl")), "--schema", "expense",
@@ -120,20 +129,7 @@ def test_no_row_waits_for_a_stronger_model_that_certifies_none_of_its_fields(
     prefect_harness, local_engine, qwen_engine, monkeypatch, write_jsonl, tmp_path
 ) -> None:
     db = f"sqlite:///{tmp_path}/nowhere.db"
-    for name, value in {"MODE": "one-pass", "MAX_ATTEMPTS": "1", "DB_URL": db}.items():
-        monkeypatch.setenv(f"FORMWORK_{name}", value)
-    small = calibration_key(Settings(), EXPENSE, (local_engine, local_engine))
-    large = calibration_key(Settings(local_model="qwen2.5-coder-1.5b"), EXPENSE, (qwen_engine, qwen_engine))
-    with session_factory(db)() as session:
-        session.add_all([_calibration(small, None), _calibration(large, None)])  # measured, none certified
-        session.commit()
-    texts = [
-        {"id": "a", "text": "Taxi 35 EUR, 2024-03-03, Tom"},
-        {"id": "b", "text": "Lunch 12.50 USD on 2024-03-04, Maria"},
-    ]
-    done = runner.invoke(
-        app, ["run", str(write_jsonl(texts)), "--schema", "expense", "--escalate-to", STRONGER]
-    )
+    done = _first_run((local_engine, qwen_engine), monkeypatch, write_jsonl, db, None)  # certifies nothing
     assert done.exit_code == 0, done.output
     with session_factory(db)() as session:
         rows = session.scalars(select(Result)).all()
