@@ -88,8 +88,9 @@ def run(
     escalate_to: Annotated[
         str | None,
         typer.Option(
-            help="a stronger reader for rows held back only by their values' thresholds: a model from "
-            "`formwork models`, @MODE, NAME@MODE, or vllm:URL#MODEL (default: the escalate_to setting)"
+            help="a stronger reader for rows held back only by their values' thresholds (those unsure "
+            "of a field its calibration certifies): a model from `formwork models`, @MODE, NAME@MODE, "
+            "or vllm:URL#MODEL (default: the escalate_to setting)"
         ),
     ] = None,
     escalate: Annotated[
