@@ -13,8 +13,8 @@ on the calibration half (tasks.evaluation.calibration, as `--calibrate` does), a
 verification half as a run applies it. A cascade `A>B` keeps A's row where every value is certified,
 and otherwise escalates the record to B: a value B certifies is kept (it wins where both certify
 different ones), else A's certified value, else nothing (tasks.escalation.combine's rule). `A>>B`
-escalates only a row one of whose uncertified fields B's calibration certifies (what B could change;
-the queue today escalates any row held only by thresholds, as `A>B` does). Reported per
+escalates only a row one of whose uncertified fields B's calibration certifies (what B could change,
+as the queue does: db.store.QueuePolicy); `A>B` is the queue before it did. Reported per
 configuration: values certified and their precision, rows `ok` and theirs, the share escalated, and
 model seconds per record (the sum of its calls' durations; an escalated record pays both); then per
 field, the values certified and how many are right.
