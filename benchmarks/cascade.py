@@ -35,6 +35,7 @@ from formwork.tasks.confidence.certify import FieldClaim
 from formwork.tasks.confidence.score import ScoreModel
 from formwork.tasks.evaluation.calibration import GoldRow, calibrate, kept_values
 from formwork.tasks.evaluation.gold import half_of, load_gold
+from formwork.tasks.evaluation.replay import reading_alone
 
 NOTES = "notes-free"
 
@@ -81,23 +82,13 @@ def load_run(db: str, schema: str, golds: dict[str, dict]) -> Stored:
     return Stored(rows, seconds)
 
 
-def only(row: GoldRow, readings: set[str]) -> GoldRow:
-    """The row as a run with only `readings` would have stored it (the others' values left out)."""
-    trust = []
-    for entry in row.trust:
-        kept = {n: r for n, r in entry["readings"].items() if n in readings}
-        if kept:
-            trust.append({**entry, "readings": kept})
-    return GoldRow(row.record, trust, row.gold)
-
-
 def configuration(
     schema_name: str, stored: Stored, readings: set[str]
 ) -> tuple[dict[str, Decided], set[str]]:
     """Calibrate on the calibration half, decide the verification half: record -> Decided, and the
     fields the calibration certifies."""
     schema = load_schema(schema_name)
-    half = {k: only(r, readings) for k, r in stored.rows.items()}
+    half = {k: reading_alone(r, readings) for k, r in stored.rows.items()}
     fitted = calibrate(schema, [r for k, r in half.items() if half_of(k) == "calibration"])
     found = {}
     for key, row in half.items():

@@ -30,12 +30,15 @@ from formwork.tasks.evaluation.verification import check
 from formwork.tasks.evaluation.verification import verify as verify_claims
 
 
-def costs(session: Session, run_id: int, records: int, mode: str) -> dict[str, Any]:
-    calls = session.execute(
-        select(
-            ModelCall.prompt_tokens, ModelCall.completion_tokens, ModelCall.duration_s, ModelCall.parse_step
-        ).where(ModelCall.run_id == run_id)
-    ).all()
+def costs(session: Session, run_id: int, records: int, mode: str, reading: str | None = None
+          ) -> dict[str, Any]:  # fmt: skip
+    """What the run's calls cost a record; with `reading`, only the calls of that reading."""
+    calls = [
+        call for call in session.execute(
+            select(ModelCall.prompt_tokens, ModelCall.completion_tokens, ModelCall.duration_s,
+                   ModelCall.parse_step, ModelCall.judged).where(ModelCall.run_id == run_id)
+        ) if reading is None or (call.judged or {}).get("reading") == reading
+    ]  # fmt: skip
     run = session.get(Run, run_id)
     wall = (run.finished_at - run.started_at).total_seconds() if run and run.finished_at else 0.0
     steps = Counter(c.parse_step for c in calls if c.parse_step)

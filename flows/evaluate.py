@@ -41,11 +41,12 @@ from formwork.flows.runner import checked_engines, chunked, new_context, run_chu
 from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import Schema, load_checked_schema
 from formwork.tasks.confidence.certify import TARGET
-from formwork.tasks.evaluation.certified import FieldCount
+from formwork.tasks.evaluation.certified import FieldCount, field_counts
 from formwork.tasks.evaluation.gold import GoldRecord, Half, load_gold
 from formwork.tasks.evaluation.key import CalibrationKey, calibration_key, pipeline_version
-from formwork.tasks.evaluation.replay import replayed, same_readings
+from formwork.tasks.evaluation.replay import reading_alone, replayed, same_readings
 from formwork.tasks.evaluation.scoring import OUTCOMES
+from formwork.tasks.extract import NOTES_FREE
 from formwork.tasks.modes import MODES
 from formwork.tasks.presets import run_warning
 from formwork.tasks.settings import Settings
@@ -110,9 +111,10 @@ def _from_run(
 ) -> dict[str, Any]:  # fmt: skip
     """Calibrate or verify on the rows a measured run stored (tasks.evaluation.replay), no model call."""
     run = session.get(Run, run_id)
-    if run is None or run.flow != "evaluate" or not run.source.endswith(f"#{mode}"):
+    alone = mode == "one-pass" and run is not None and run.source.endswith("#two-readings")
+    if run is None or run.flow != "evaluate" or not (run.source.endswith(f"#{mode}") or alone):
         raise ValueError(f"run {run_id} is no `formwork eval` of mode {mode} in this database")
-    key = _stored_key(session, run)
+    key = replace(_stored_key(session, run), mode=mode)
     stored = set(session.scalars(select(Record.key).join(RunResult, RunResult.record_id == Record.id)
                                  .where(RunResult.run_id == run_id)))  # fmt: skip
     missing = [g.id for g in golds if g.id not in stored]
@@ -121,7 +123,10 @@ def _from_run(
         raise ValueError(f"run {run_id} did not read {len(missing)} of these gold records ({shown}): measure "
                          "them (--measure) first")  # fmt: skip
     report, rows = score_run(session, chosen, run_id, golds, run.source)
-    report |= costs(session, run_id, len(golds), mode)
+    if alone:  # its notes-free reading is the one-pass call (tasks.evaluation.replay.reading_alone)
+        rows = [reading_alone(row, {NOTES_FREE}) for row in rows]
+        report |= certified_report(field_counts(chosen, rows)) | {"reading": f"{NOTES_FREE} of run {run_id}"}
+    report |= costs(session, run_id, len(golds), mode, NOTES_FREE if alone else None)
     if calibrate:
         report["calibrated"] = calibrated(session, key, run_id, golds, chosen, rows, target, export)
     if verify:
@@ -159,8 +164,8 @@ def evaluate(
     (nothing certified, nothing dropped). With `calibrate` it measures too, fits the score, certifies
     each field for `target`, stores the calibration under the mode's full key and writes it into
     `export` as a file to ship, if given. `from_run`: calibrate or verify on the rows a measured run
-    stored, with no model call (one mode). Calibrating and verifying need a gold that names every
-    field."""
+    stored, with no model call (one mode; `one-pass` reads a `two-readings` run's notes-free reading).
+    Calibrating and verifying need a gold that names every field."""
     _checked(target, calibrate, verify, export, measure)
     settings = Settings()
     modes = modes or [settings.mode]

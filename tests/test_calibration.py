@@ -25,6 +25,7 @@ from formwork.tasks.confidence.readings import PathReading
 from formwork.tasks.confidence.score import ScoreModel, fit
 from formwork.tasks.evaluation.calibration import GoldRow, calibrate, schema_fields
 from formwork.tasks.evaluation.key import CalibrationKey
+from formwork.tasks.evaluation.replay import reading_alone
 
 EXPENSE = load_schema("expense")
 
@@ -118,6 +119,18 @@ def test_two_pass_sure_and_wrong_with_notes_free_right_scores_lower_than_agreeme
                                  PathReading("Tom", 0.97, "passed", "exact", True), 10, False))  # fmt: skip
     assert disagree < 0.5 < agree
     assert model.weights.get("agree", 0.0) > 0  # agreement is what tells them apart
+
+
+def test_one_reading_of_two_readings_rows_is_what_that_reading_alone_would_have_stored() -> None:
+    """A two-readings run calibrates one-pass from its notes-free reading: the other reading's values
+    leave every row, and with them agreement, so the fitted score learns nothing from it."""
+    rows = _gold_rows(150)
+    alone = [reading_alone(row, {"notes-free"}) for row in rows]
+    assert all(set(entry["readings"]) == {"notes-free"} for row in alone for entry in row.trust)
+    assert [e["readings"]["notes-free"] for r in alone for e in r.trust] == [
+        e["readings"]["notes-free"] for r in rows for e in r.trust]  # fmt: skip
+    assert calibrate(EXPENSE, alone).model.weights.get("agree", 0.0) == 0.0
+    assert reading_alone(rows[0], {"one-pass"}).trust == []  # a reading the run never made: no values
 
 
 def test_the_score_never_falls_as_a_probability_or_agreement_rises() -> None:

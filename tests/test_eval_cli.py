@@ -276,3 +276,35 @@ def test_a_measured_run_calibrates_one_half_and_verifies_the_other_without_the_m
     unread = runner.invoke(app, ["eval", str(GOLD), *common[1:], "--verify", "--limit", "8", "--from-run",
                                  str(run_id)])  # fmt: skip
     assert unread.exit_code == 2 and "did not read 2 of these gold records" in " ".join(unread.output.split())
+
+
+@pytest.mark.slow
+def test_a_two_readings_run_calibrates_one_pass_from_its_notes_free_reading(
+    prefect_harness, local_engine, monkeypatch, tmp_path
+) -> None:
+    """A two-readings run's notes-free reading is the one-pass call, so `--mode one-pass --from-run`
+    calibrates the one-pass mode from it: the stored calibration is keyed one-pass, its costs are the
+    notes-free calls alone, and the rows it counts hold no value of the two-pass reading."""
+    from formwork.db.models import Calibration, ModelCall
+    from formwork.flows.evaluate import evaluate
+
+    monkeypatch.setenv("FORMWORK_REASONING_MAX_TOKENS", "24")
+    monkeypatch.setenv("FORMWORK_MAX_ATTEMPTS", "1")
+    db, gold = f"sqlite:///{tmp_path}/eval.db", tmp_path / "gold.jsonl"
+    gold.write_text("".join(GOLD.read_text().splitlines(keepends=True)[:4]))
+    common = [str(gold), "-s", "expense", "--db", db, "--chart", str(tmp_path / "c.png")]
+    measured = runner.invoke(app, ["eval", *common, "--mode", "two-readings", "--measure"])
+    assert measured.exit_code == 0, measured.output
+    with session_factory(db)() as session:
+        run_id = session.scalars(select(EvalRun.run_id)).one()
+        readings = [(c.judged or {}).get("reading") for c in session.scalars(select(ModelCall))]
+    report = evaluate(str(gold), "expense", modes=["one-pass"], db_url=db, calibrate=True, from_run=run_id)
+    with session_factory(db)() as session:
+        (made,) = session.scalars(select(Calibration)).all()
+        assert made.mode == "one-pass" and made.gold_size == 4
+    notes_free = readings.count("notes-free")
+    assert 0 < notes_free < len(readings) and report["one-pass"]["calls"] == notes_free
+    other = runner.invoke(app, ["eval", *common, "--mode", "one-pass-reasoning", "--calibrate", "--from-run",
+                                str(run_id)])  # fmt: skip
+    said = " ".join(other.output.split())
+    assert other.exit_code == 2 and "no `formwork eval` of mode one-pass-reasoning" in said

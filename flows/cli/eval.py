@@ -140,7 +140,10 @@ def eval_gold(
     ] = False,
     from_run: Annotated[
         int | None,
-        typer.Option(help="calibrate or verify on the rows a measured run (--measure) stored: no model call"),
+        typer.Option(
+            help="calibrate or verify on the rows a measured run (--measure) stored: no model call; "
+            "--mode one-pass reads a two-readings run's notes-free reading, the one-pass call"
+        ),
     ] = None,
     db: DbOption = None,
 ) -> None:
@@ -169,4 +172,8 @@ def eval_gold(
     except (GoldProblem, SchemaProblem, EngineError, ValueError, ImportError) as exc:
         fail(str(exc))
     print_reports(reports)
+    for name, report in reports.items():
+        if report.get("reading"):
+            out.print(f"{name}: certified values counted on the {report['reading']} (the one-pass call); "
+                      "outcomes and accuracy above are that run's own rows")  # fmt: skip
     out.print(f"chart: {chart} (numbers: {chart.with_suffix('.json')})")

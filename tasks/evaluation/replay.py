@@ -9,6 +9,12 @@ reading as tasks.decide does). That lets one pass of the model over a gold set s
 of one half and the verification of the other, and lets a new score be fitted without the model.
 It is only sound while the readings would be the same: `same_readings` compares the pipeline version
 the rows were read by with this build's (the readers and prompts; the score's features may differ).
+
+A `two-readings` run holds a `one-pass` run too: its notes-free reading is the one-pass call, made by
+the same function with the same options (tasks.extract.read_twice), and a reading's score features do
+not depend on its name but for `after_notes` (tasks.confidence.features). `reading_alone` keeps that
+reading, so one measuring run calibrates both modes, and the cascade between them is measured on
+records both read (benchmarks/cascade.py).
 """
 
 from __future__ import annotations
@@ -27,6 +33,16 @@ def same_readings(read_by: str, this_build: str) -> bool:
     parts = lambda version: {p[0]: p for p in version.split(".")}  # noqa: E731
     then, now = parts(read_by), parts(this_build)
     return then.get("r") == now.get("r") and then.get("p") == now.get("p")
+
+
+def reading_alone(row: GoldRow, readings: set[str]) -> GoldRow:
+    """The row as a run making only `readings` would have stored it: the others' values left out."""
+    trust = []
+    for entry in row.trust:
+        kept = {name: found for name, found in entry["readings"].items() if name in readings}
+        if kept:
+            trust.append({**entry, "readings": kept})
+    return GoldRow(row.record, trust, row.gold)
 
 
 def replayed(schema: Schema, rows: Sequence[GoldRow], model: ScoreModel, claims: dict[str, FieldClaim]
