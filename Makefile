@@ -38,7 +38,7 @@ RUN_MODEL ?= qwen2.5-coder-1.5b
 run: install
 	$(BIN)/formwork models install $(RUN_MODEL)
 	rm -f $(EXAMPLE_DB) $(EXAMPLE_DB)-wal $(EXAMPLE_DB)-shm
-	FORMWORK_LOCAL_MODEL=$(RUN_MODEL) FORMWORK_MODE=two-readings \
+	FORMWORK_LOCAL_MODEL=$(RUN_MODEL) FORMWORK_MODE=one-pass \
 		$(BIN)/formwork run examples/expenses.jsonl --schema expense --db sqlite:///$(EXAMPLE_DB)
 	$(BIN)/formwork results --db sqlite:///$(EXAMPLE_DB)
 
