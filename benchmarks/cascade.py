@@ -36,8 +36,7 @@ from formwork.tasks.confidence.score import ScoreModel
 from formwork.tasks.evaluation.calibration import GoldRow, calibrate, kept_values
 from formwork.tasks.evaluation.gold import half_of, load_gold
 from formwork.tasks.evaluation.replay import reading_alone
-
-NOTES = "notes-free"
+from formwork.tasks.extract import NOTES_FREE as NOTES
 
 
 @dataclass

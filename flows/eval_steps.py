@@ -25,6 +25,7 @@ from formwork.tasks.evaluation.calibration import GoldRow, calibrate, field_targ
 from formwork.tasks.evaluation.certified import FieldCount, field_claims, field_counts
 from formwork.tasks.evaluation.gold import GoldRecord
 from formwork.tasks.evaluation.key import CalibrationKey
+from formwork.tasks.evaluation.replay import reading_alone
 from formwork.tasks.evaluation.scoring import score_record, summarise
 from formwork.tasks.evaluation.verification import check
 from formwork.tasks.evaluation.verification import verify as verify_claims
@@ -53,10 +54,11 @@ def costs(session: Session, run_id: int, records: int, mode: str, reading: str |
     }
 
 
-def score_run(session: Session, schema: Schema, run_id: int, golds: list[GoldRecord], source: str
-               ) -> tuple[dict[str, Any], list[GoldRow]]:  # fmt: skip
+def score_run(session: Session, schema: Schema, run_id: int, golds: list[GoldRecord], source: str,
+              reading: str | None = None) -> tuple[dict[str, Any], list[GoldRow]]:  # fmt: skip
     """The run's report (outcomes, per-field accuracy, what it certified per field) and its rows as
-    calibration and verification read them."""
+    calibration and verification read them; with `reading`, the rows hold that reading alone
+    (tasks.evaluation.replay.reading_alone), while outcomes and accuracy stay the run's own rows."""
     rows = {
         key: (status, data, nulled, trust)
         for key, status, data, nulled, trust in session.execute(
@@ -69,6 +71,8 @@ def score_run(session: Session, schema: Schema, run_id: int, golds: list[GoldRec
     scores = [score_record(schema, g.id, g.gold, *rows.get(g.id, missing)[:3]) for g in golds]
     report = summarise(schema, scores, [g.gold for g in golds]).as_dict()
     gold_rows = [GoldRow(g.id, rows.get(g.id, missing)[3] or [], g.gold) for g in golds]
+    if reading is not None:
+        gold_rows = [reading_alone(row, {reading}) for row in gold_rows]
     return report | certified_report(field_counts(schema, gold_rows)), gold_rows
 
 

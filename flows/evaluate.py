@@ -41,10 +41,10 @@ from formwork.flows.runner import checked_engines, chunked, new_context, run_chu
 from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import Schema, load_checked_schema
 from formwork.tasks.confidence.certify import TARGET
-from formwork.tasks.evaluation.certified import FieldCount, field_counts
+from formwork.tasks.evaluation.certified import FieldCount
 from formwork.tasks.evaluation.gold import GoldRecord, Half, load_gold
 from formwork.tasks.evaluation.key import CalibrationKey, calibration_key, pipeline_version
-from formwork.tasks.evaluation.replay import reading_alone, replayed, same_readings
+from formwork.tasks.evaluation.replay import replayed, same_readings
 from formwork.tasks.evaluation.scoring import OUTCOMES
 from formwork.tasks.extract import NOTES_FREE
 from formwork.tasks.modes import MODES
@@ -122,11 +122,11 @@ def _from_run(
         shown = ", ".join(missing[:5]) + (", ..." if len(missing) > 5 else "")
         raise ValueError(f"run {run_id} did not read {len(missing)} of these gold records ({shown}): measure "
                          "them (--measure) first")  # fmt: skip
-    report, rows = score_run(session, chosen, run_id, golds, run.source)
-    if alone:  # its notes-free reading is the one-pass call (tasks.evaluation.replay.reading_alone)
-        rows = [reading_alone(row, {NOTES_FREE}) for row in rows]
-        report |= certified_report(field_counts(chosen, rows)) | {"reading": f"{NOTES_FREE} of run {run_id}"}
-    report |= costs(session, run_id, len(golds), mode, NOTES_FREE if alone else None)
+    reading = NOTES_FREE if alone else None  # the one-pass call (tasks.evaluation.replay.reading_alone)
+    report, rows = score_run(session, chosen, run_id, golds, run.source, reading)
+    report |= costs(session, run_id, len(golds), mode, reading)
+    if reading:
+        report["reading"] = f"{reading} reading of run {run_id}"
     if calibrate:
         report["calibrated"] = calibrated(session, key, run_id, golds, chosen, rows, target, export)
     if verify:
