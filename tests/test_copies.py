@@ -153,3 +153,37 @@ def test_a_free_text_field_that_is_no_name_may_hold_a_price() -> None:
     data = {"who": None, "date": "2024-11-02", "amount": 12, "currency": "CAD", "category": "transport",
             "project": "Maple", "note": "Parking at the client site, 12 CAD"}  # fmt: skip
     assert _judge(schema, PARKING, data).status == "ok"
+
+
+RECEIPT_LONG = load_schema("examples/gold/long/receipt.schema.json")
+
+
+def _receipt_line(text: str, item: dict) -> dict:
+    """The one line's item as judged, the receipt's total its amount."""
+    row = {"merchant": None, "date": None, "total": item["amount"], "currency": "JPY", "items": [item]}
+    verdict = _judge(RECEIPT_LONG, text, row)
+    return {
+        "quantity": verdict.data["items"][0]["quantity"],
+        "status": verdict.status,
+        "errors": verdict.errors,
+    }
+
+
+def test_a_count_that_is_part_of_the_products_name_is_no_count() -> None:
+    """The 1.5B read `封筒長311　2点` with quantity 311 and `食パン　６枚切` with 6; the row's sum could
+    not see either. A count written against its mark, or apart from the name's words, stays."""
+    envelope = {"description": "封筒長311", "quantity": 311, "amount": 20}
+    refused = _receipt_line("封筒長311　2点　¥20", envelope)
+    assert refused["quantity"] is None and refused["status"] == "partial"
+    assert any(
+        "items[0].quantity 311 is the text that gives items[0].description" in e for e in refused["errors"]
+    )
+    sliced = {"description": "食パン　６枚切", "quantity": 6, "amount": 168}
+    assert _receipt_line("食パン　６枚切　　　　　¥１６８※", sliced)["quantity"] is None
+    for text, item in [
+        ("封筒長311　2点　¥20", envelope | {"quantity": 2}),  # the count beside its mark
+        ("Apples x3 £2.40", {"description": "Apples x3", "quantity": 3, "amount": 2.4}),
+        ("Lunch for 3 £24.00", {"description": "Lunch for 3", "quantity": 3, "amount": 24.0}),
+    ]:
+        kept = _receipt_line(text, item)
+        assert kept["quantity"] == item["quantity"] and kept["status"] == "ok", (text, kept)
