@@ -30,7 +30,7 @@ from formwork.schemas.roles import part_body, role_problems, schema_roles
 from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.fit import CUT
-from formwork.tasks.long.completeness import INCOMPLETE, missing_keys, missing_rows
+from formwork.tasks.long.completeness import INCOMPLETE, adds_up, missing_from, missing_keys, missing_rows
 from formwork.tasks.long.merge import merge
 from formwork.tasks.long.parts import Part, split_text
 from formwork.tasks.long.plan import part_options, part_schema, plan_parts
@@ -494,3 +494,19 @@ def test_a_text_read_whole_whose_items_do_not_add_up_to_its_total_is_partial() -
         f"{INCOMPLETE} the expenses' amount add up to 4, the total is 12: an item may be missing or misread"
         in (outcome.verdict.errors)
     )
+
+
+def test_items_that_add_up_to_a_stated_subtotal_are_complete_with_vat_added_after() -> None:
+    """An invoice's lines add up to its net; its total adds VAT. A missing line misses both."""
+    body = load_schema(LONG_GOLD / "receipt.schema.json").body
+    roles = schema_roles(body)
+    text = "Qty Description Amount\n2 Cable 15.80\n1 Level 18.99\n\nSubtotal 34.79\nVAT 20% 6.96\nTotal GBP 41.75"
+    lines = [
+        {"description": "Cable", "quantity": 2, "amount": 15.8},
+        {"description": "Level", "quantity": 1, "amount": 18.99},
+    ]
+    row = {"merchant": None, "date": None, "total": 41.75, "currency": "GBP", "items": lines}
+    assert adds_up(body, roles, row, text).agrees and not missing_from(body, roles, text, row)
+    assert not adds_up(body, roles, row).agrees, "without the text, only the total is known"
+    short = row | {"items": lines[:1]}
+    assert any("add up to 15.8, the total is 41.75" in e for e in missing_from(body, roles, text, short))

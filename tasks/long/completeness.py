@@ -10,7 +10,8 @@ missing; a failed check makes it `partial` with the reason, never `ok`:
   (records, not a list of tags); a text read whole is checked for this too;
 - an items field keyed by an e-mail (`x-key`) leaves out an address the text writes; a text read
   whole is checked for this too;
-- the items' amounts do not add up to the total the text states, within a cent per item. The total
+- the items' amounts do not add up to the total the text states, nor to a subtotal it states (an
+  invoice's net, VAT added after it), within a cent per item. The total
   is the header field `x-total-of` names (`"items.amount"`), else a number field named like a total
   (total, grand_total, sum) beside one items field whose items have one amount-like number field.
 """
@@ -23,6 +24,7 @@ from typing import Any
 
 from formwork.schemas.annotations import value_types
 from formwork.schemas.roles import Roles, item_node
+from formwork.tasks.grounding.numbers import digit_readings
 from formwork.tasks.grounding.spans import EMAIL
 from formwork.tasks.long.layout import table_headers
 from formwork.tasks.long.parts import Piece
@@ -32,6 +34,10 @@ INCOMPLETE = "incomplete:"  # begins every reason this module gives (counted by 
 TOTAL_NAME = re.compile(r"^(?:grand_?)?(?:total|sum)(?:_?amount)?$", re.IGNORECASE)
 # a mail's To, Cc and Bcc lines name people who were written to, not people who wrote
 ADDRESSED = re.compile(r"(?im)^[> ]*(?:to|cc|bcc|an|à|宛先|收件人|抄送)\s*[:：].*$")
+SUBTOTAL = re.compile(
+    r"(?i)\b(?:sub-?\s?total|net(?:to)?|zwischensumme|sous-total|total ht|subtotal|importe neto)\b"
+    r"|小\s*[計计]"
+)
 AMOUNT_NAME = re.compile(r"^(?:line_?)?(?:amount|price|total|cost|value)$", re.IGNORECASE)
 
 
@@ -65,15 +71,27 @@ class Sum:
     added: float
     total: float
     count: int
+    subtotals: tuple[float, ...] = ()  # what the text states on a subtotal line (a net before VAT)
 
     @property
     def agrees(self) -> bool:
-        return abs(self.added - self.total) <= 0.01 * self.count  # a cent of rounding per item
+        """The items add up to the total, or to a subtotal the text states (an invoice's net amount,
+        its VAT added after), within a cent of rounding per item."""
+        return any(abs(self.added - stated) <= 0.01 * self.count for stated in (self.total, *self.subtotals))
 
 
-def adds_up(body: dict[str, Any], roles: Roles, merged: dict[str, Any]) -> Sum | None:
-    """The items' amounts against the stated total, or None where there is no check: no total field,
-    no total stated, or an item without an amount."""
+def subtotals(source: str) -> tuple[float, ...]:
+    """The amounts the text writes on its subtotal lines ("Subtotal 110.74", "Zwischensumme", 小計)."""
+    found: list[float] = []
+    for line in source.split("\n"):
+        if SUBTOTAL.search(line):
+            found += [float(r.value) for r in digit_readings(line, []) if r.value > 0]
+    return tuple(found)
+
+
+def adds_up(body: dict[str, Any], roles: Roles, merged: dict[str, Any], source: str = "") -> Sum | None:
+    """The items' amounts against the stated total (and the subtotals `source` states), or None where
+    there is no check: no total field, no total stated, or an item without an amount."""
     summed = total_of(body, roles)
     if not summed:
         return None
@@ -86,7 +104,8 @@ def adds_up(body: dict[str, Any], roles: Roles, merged: dict[str, Any]) -> Sum |
         or not all(isinstance(a, int | float) for a in amounts)
     ):
         return None
-    return Sum(total_field, items_field, amount_field, round(sum(amounts), 2), total, len(amounts))
+    added = round(sum(amounts), 2)
+    return Sum(total_field, items_field, amount_field, added, total, len(amounts), subtotals(source))
 
 
 def table_rows(text: str, start: int = 0, end: int | None = None) -> int:
@@ -171,7 +190,7 @@ def missing_from(body: dict[str, Any], roles: Roles, source: str, data: dict[str
     do not add up to. A text read whole is checked for these too (tasks/long/partwise.py): a 1.5B
     model's whole statement was `ok` with 2 of its 24 expenses, both of them payments."""
     problems = missing_rows(body, roles, source, data) + missing_keys(body, roles, source, data)
-    checked = adds_up(body, roles, data)
+    checked = adds_up(body, roles, data, source)
     if checked is not None and not checked.agrees:
         problems.append(
             f"{INCOMPLETE} the {checked.items}' {checked.amount} add up to {checked.added:g}, the "
