@@ -48,7 +48,7 @@ from formwork.tasks.engines import open_engines
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.extract import extract_safely
 from formwork.tasks.long.completeness import INCOMPLETE
-from formwork.tasks.long.itemwise import _as_part, header_schema, unit_schema
+from formwork.tasks.long.itemwise import _as_part, header_schema, unit_meta, unit_schema
 from formwork.tasks.long.merge import merge
 from formwork.tasks.long.plan import part_schema, plan_parts
 from formwork.tasks.long.units import find_units
@@ -165,8 +165,9 @@ def _perfect(way: str, schema: Schema, row: dict[str, Any], engines: Any, option
         layout = find_units(text)
         assert layout.kind is not None
         name, reading = roles.items[0], unit_schema(schema, layout.kind)
+        each = unit_meta(meta, layout, text, options.reference_date_field)  # as the run reads each unit
         pieces = [
-            (u, _as_part(perfect_piece(schema, reading, u.text(text), gold, meta), name))
+            (u, _as_part(perfect_piece(schema, reading, u.text(text), gold, each), name))
             for u in layout.units
         ]
         names = [f"unit {i + 1} of {len(pieces)}" for i in range(len(pieces))]

@@ -104,7 +104,13 @@ class Lister:
 
     model, context_window = "scripted", 8192
 
-    def __init__(self, skipped: int | None = None, failing: int | None = None, header: dict = HEADER) -> None:
+    def __init__(
+        self,
+        skipped: int | None = None,
+        failing: int | None = None,
+        header: dict = HEADER,
+        money_in: bool = False,
+    ) -> None:
         self.skipped, self.failing, self.header, self.max_concurrency, self.units = (
             skipped,
             failing,
@@ -113,6 +119,10 @@ class Lister:
             0,
         )
         self.by_line = {unit.text(TEXT): item for unit, item in zip(LAYOUT.units, answers(), strict=True)}
+        if money_in:  # as the 1.5B read a statement's credits: each an expense of its amount
+            self.by_line |= {
+                unit.text(TEXT): item for unit, item in zip(LAYOUT.units, MONEY_IN, strict=False)
+            }
 
     def count_tokens(self, text: str) -> int:
         return len(text)
@@ -156,6 +166,28 @@ def test_units_read_as_no_item_are_vouched_for_by_the_total_alone() -> None:
     assert any(
         e.startswith(f"{INCOMPLETE} 5 units gave no item: unit 1 of 29") for e in outcome.verdict.errors
     )
+
+
+MONEY_IN = [
+    {"date": "2024-05-07", "description": "PAYMENT RECEIVED - THANK YOU", "amount": 1250.0},
+    {"date": "2024-05-15", "description": "REFUND AMAZON.CO.UK*2K4LL91", "amount": 23.99},
+]  # the first two units: the lines under "PAYMENTS AND CREDITS"
+
+
+def test_money_in_read_as_an_item_is_left_out_only_where_the_rest_adds_up_to_the_total() -> None:
+    assert [unit.credit for unit in LAYOUT.units[:3]] == [True, True, False]
+    engine = Lister(money_in=True)
+    outcome = extract_safely(1, TEXT, STATEMENT, (engine, engine), ExtractOptions(max_attempts=1), META)
+    assert outcome.verdict.status == "ok" and outcome.verdict.data == GOLD, outcome.verdict.errors
+    left_out = [
+        c.judged["unit"]["index"] for c in outcome.calls if "left_out" in (c.judged or {}).get("unit", {})
+    ]
+    assert left_out == [1, 2], "each credit's call says it was left out, and why"
+    engine = Lister(
+        money_in=True, header=HEADER | {"total": None}
+    )  # no total: nothing says they are no items
+    outcome = extract_safely(1, TEXT, STATEMENT, (engine, engine), ExtractOptions(max_attempts=1), META)
+    assert outcome.verdict.data["expenses"][:2] == MONEY_IN and outcome.verdict.status == "partial"
 
 
 def test_a_unit_the_engine_fails_on_retries_the_whole_record() -> None:

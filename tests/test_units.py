@@ -30,8 +30,10 @@ DOCUMENTS = [
     if not path.stem.endswith("-held-out")
     for line in path.read_text(encoding="utf-8").splitlines()
 ]
-# units that hold no item: a payment, a refund and three pending lines; a quoted mail; a second mail
-NOT_ITEMS = {"long-statement-uk": 5, "long-thread-en": 1, "long-thread-ja": 1, "long-thread-irregular": 2}
+# units that hold no item: a payment, a refund and three pending lines; a salary and a refund (H); a
+# folio's payment; a quoted mail; a second mail
+NOT_ITEMS = {"long-statement-uk": 5, "long-statement-konto": 2, "long-receipt-folio": 1, "long-thread-en": 1,
+             "long-thread-ja": 1, "long-thread-irregular": 2}  # fmt: skip
 
 
 @pytest.mark.parametrize(("schema", "row"), DOCUMENTS, ids=[row["id"] for _, row in DOCUMENTS])
@@ -188,3 +190,35 @@ def test_a_short_statement_is_read_by_its_dated_lines_after_a_summary_of_amounts
     assert [shown for shown, _ in _layout(text)] == [
         "06 May   TESCO STORES 2041     34.17", "07 May   TFL TRAVEL             7.80"
     ]  # fmt: skip
+
+
+TEXTS = {row["id"]: row["text"] for _, row in DOCUMENTS}
+
+
+def _credits(text: str) -> list[str]:
+    return [unit.text(text).split("\n")[0] for unit in find_units(text).units if unit.credit]
+
+
+def test_balances_are_header_text_and_money_in_is_marked_as_each_bank_writes_it() -> None:
+    """A Sparkasse statement: `02.05.` lines, balances carried across a page, credits marked `H`; a UK
+    card statement: a "PAYMENTS AND CREDITS" section; a folio: a Credits column."""
+    konto = TEXTS["long-statement-konto"]
+    layout = find_units(konto)
+    assert len(layout.units) == 19, "17 expenses and 2 credits, each on its dated line"
+    assert all(
+        word in layout.header.text(konto) for word in ("alter Kontostand", "Übertrag auf", "Summe Soll")
+    )
+    assert [line.split()[2] for line in _credits(konto)] == ["Gutschrift", "Gutschrift"]
+    uk = TEXTS["long-statement-uk"]
+    assert [line.split()[2] for line in _credits(uk)] == ["PAYMENT", "REFUND"]
+    folio = TEXTS["long-receipt-folio"]
+    assert [line.split()[1] for line in _credits(folio)] == ["Payment"]
+    charged = [unit.text(folio) for unit in find_units(folio).units]
+    assert sum("City tax" in line for line in charged) == 4, "a dated tax line is a charge of its own"
+    table = (
+        "| Date | Description | Debit | Credit |\n|---|---|---|---|\n| 2024-05-02 | REWE | 45.90 | |\n"
+        "| 2024-05-06 | Salary | | 3,412.55 |\n| 2024-05-07 | Telekom | 39.95 | |\n"
+    )
+    assert _credits(table) == ["| 2024-05-06 | Salary | | 3,412.55 |"]
+    marked = "01/05 COFFEE 3.20\n02/05 REFUND SHOP 12.00 CR\n03/05 TRAIN 8.40\n"
+    assert _credits(marked) == ["02/05 REFUND SHOP 12.00 CR"]

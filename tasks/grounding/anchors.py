@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from formwork.tasks.grounding.dates import WrittenDates, numeric_readings
-from formwork.tasks.grounding.reading import RECORDS_KEPT
+from formwork.tasks.grounding.reading import RECORDS_KEPT, Reading
 
 STATED = re.compile(
     r"(?im)^[>\s]*(?:date|sent|datum|fecha|gesendet|envoyé|日期|日付|发送时间|送信日時)\s*[:：]\s*"  # headers
@@ -30,6 +30,7 @@ STATED = re.compile(
 EARLIEST = date(1980, 1, 1)  # before this no mail header is believed (e-mail was not in use)
 AHEAD = timedelta(days=1)  # a sender's clock and time zone may run a day ahead of ours, no more
 NEAR = 24  # the date must start within this many characters after the phrase ("Friday 2024-03-22")
+ANCHOR = "reference_anchor"  # the meta key that says where a reference date set by the run came from
 
 
 @lru_cache(maxsize=RECORDS_KEPT)
@@ -79,6 +80,38 @@ def reference_date(meta: dict[str, Any] | None, field: str = "reference_date") -
 
 def anchored_reference(meta: dict[str, Any] | None, field: str) -> tuple[date | None, str | None]:
     """The record's reference date and where it came from (its evidence anchor), as the judge and the
-    grounded grammar both read it."""
+    grounded grammar both read it: `meta[ANCHOR]` where the run set the date from the text itself (a
+    list's header, tasks/long/itemwise.py), else the meta field."""
     reference = reference_date(meta, field)
-    return reference, f"meta {field}" if reference else None
+    return reference, ((meta or {}).get(ANCHOR) or f"meta {field}") if reference else None
+
+
+def _one_day_each(text: str, readings: list[Reading]) -> list[Reading]:
+    """One day per written date: where "09.04.2024" reads as 9 April or 4 September, the day first
+    for a dotted one (as Europe writes it), none for another (04/09/2024 may be either)."""
+    kept = []
+    for span in dict.fromkeys(r.span for r in readings):
+        days = [r for r in readings if r.span == span and isinstance(r.value, date)]
+        first = re.match(r"\s*(\d+)", text[span[0] : span[1]])
+        if len({r.value for r in days}) > 1 and first and "." in text[span[0] : span[1]]:
+            days = [r for r in days if r.value.day == int(first.group(1))]  # type: ignore[union-attr]
+        if len({r.value for r in days}) == 1:
+            kept.append(days[0])
+    return kept
+
+
+def latest_stated_day(text: str) -> tuple[date, str] | None:
+    """The latest absolute day `text` states, with the anchor label of its line ("text: neuer
+    Kontostand vom 31.05.2024"), or None: a statement's or a folio's closing day, against which the
+    year-less days of its lines are read (tasks/grounding/yearless.py)."""
+    days = [
+        r for r in numeric_readings(text) + WrittenDates(text, None, None).readings() if r.kind != "derived"
+    ]
+    days = [r for r in _one_day_each(text, days) if unlikely_reference(r.value) is None]  # type: ignore[arg-type]
+    if not days:
+        return None
+    last = max(days, key=lambda r: (r.value, -r.span[0]))
+    line_start = text.rfind("\n", 0, last.span[0]) + 1
+    line_end = text.find("\n", last.span[1])
+    line = " ".join(text[line_start : line_end if line_end >= 0 else len(text)].split())
+    return last.value, f"text: {line}"  # type: ignore[return-value]

@@ -30,6 +30,7 @@ from formwork.tasks.grounding.numbers import digit_readings
 from formwork.tasks.grounding.numerals import han_readings, word_readings
 from formwork.tasks.grounding.ordinal_days import ordinal_day_spans, ordinal_readings
 from formwork.tasks.grounding.reading import RECORDS_KEPT, Kind, Reading, inside
+from formwork.tasks.grounding.yearless import yearless_readings
 
 __all__ = ["Kind", "Reading", "ValueFinder", "ValueMatch", "inside", "record_values"]
 
@@ -90,6 +91,7 @@ class ValueFinder:
         written = WrittenDates(self.text, self.reference, self.anchor).readings()
         written += cjk_readings(self.text, self.reference, self.anchor)
         written += day_part_readings(self.text, self.reference, self.anchor)
+        written += yearless_readings(self.text, self.reference, self.anchor)
         return written + ordinal_readings(self.text, self.reference, self.anchor)
 
     @cached_property

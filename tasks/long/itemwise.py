@@ -35,6 +35,7 @@ from formwork.schemas.roles import header_body, unit_body
 from formwork.tasks.calls import Caller, ExtractOptions, Outcome
 from formwork.tasks.engines.base import Completion, Engine, EngineError, Message
 from formwork.tasks.fit import fit_source
+from formwork.tasks.grounding.anchors import ANCHOR, anchored_reference, latest_stated_day
 from formwork.tasks.long.completeness import INCOMPLETE, adds_up
 from formwork.tasks.long.merge import merge
 from formwork.tasks.long.parts import Piece
@@ -47,6 +48,7 @@ from formwork.tasks.validate import Verdict, judge
 
 NOUNS: dict[Kind, str] = {"rows": "table row", "lines": "line", "messages": "mail message"}
 SHOWN = 6  # units named in a reason, at most
+CREDIT_LEFT_OUT = "money in (a credit mark or column): the other items add up to the stated total without it"
 NEWLINE = "\n"
 _schemas: dict[tuple[str, str], Schema] = {}
 
@@ -106,6 +108,18 @@ def _as_part(verdict: Verdict, name: str) -> Verdict:
         evidence=[{**row, "path": moved(row["path"])} for row in verdict.evidence],
         values=[{**row, "path": moved(row["path"])} for row in verdict.values],
     )
+
+
+def unit_meta(meta: dict[str, Any] | None, layout: Layout, text: str, field: str) -> dict[str, Any] | None:
+    """The meta each unit is read with: the record's, and where it gives no reference date, the latest
+    day the list's header states (a statement's closing day), so a line's `02.05.` is read as a day of
+    that statement's year (tasks/grounding/yearless.py). A mail message keeps its own `Date:` header."""
+    if layout.kind == "messages" or anchored_reference(meta, field)[0] is not None:
+        return meta
+    stated = latest_stated_day(layout.header.text(text))
+    if stated is None:
+        return meta
+    return {**(meta or {}), field: stated[0].isoformat(), ANCHOR: stated[1]}
 
 
 def _read_unit(
@@ -168,8 +182,9 @@ def extract_items(
             each = replace(options, policy=None, mode=mode)
             shown = layout.header.text(text)
             header = pool.submit(per_record, record_id, shown, header_schema(schema), *engines, each, meta)
+        each_unit = unit_meta(meta, layout, text, options.reference_date_field)
         futures = [
-            pool.submit(_read_unit, record_id, i, layout, text, schema, engines[0], options, meta)
+            pool.submit(_read_unit, record_id, i, layout, text, schema, engines[0], options, each_unit)
             for i in range(len(units))
         ]
         read = [future.result() for future in futures]
@@ -190,7 +205,21 @@ def extract_items(
     if header:
         pieces, names = [(layout.header, done[0].verdict), *pieces], ["the header text", *names]
     merged = merge(schema, roles, text, pieces, names).verdict
-    checked = adds_up(schema.body, roles, merged.data) if isinstance(merged.data, dict) else None
+    checked = adds_up(schema.body, roles, merged.data, text) if isinstance(merged.data, dict) else None
+    credits = [i for i, (unit, verdict) in enumerate(zip(units, verdicts, strict=True))
+               if unit.credit and isinstance(verdict.data, dict) and verdict.data.get(name)]  # fmt: skip
+    if credits and checked is not None and not checked.agrees:
+        # money in read as an item: left out only where the other items then add up to the total
+        emptied = [replace(v, data={name: []}, evidence=[], values=[]) if i in credits else v
+                   for i, v in enumerate(verdicts)]  # fmt: skip
+        without = [*pieces[: len(pieces) - len(units)], *zip(units, emptied, strict=True)]
+        other = merge(schema, roles, text, without, names).verdict
+        other_sum = adds_up(schema.body, roles, other.data, text) if isinstance(other.data, dict) else None
+        if other_sum is not None and other_sum.agrees:
+            merged, checked, verdicts = other, other_sum, emptied
+            for i in credits:
+                for call in read[i].calls:
+                    call.judged["unit"]["left_out"] = CREDIT_LEFT_OUT
     if checked is None or not checked.agrees:  # no total vouches for the units that gave no item
         for reason in _unread(name, list(zip(names[-len(units) :], units, verdicts, strict=True)), text):
             merged = merged.capped(reason)

@@ -6,7 +6,8 @@ with the same number of `|` (or tab) separators; a mail message starts at a `Fro
 amount (a currency sign or code beside a number, or a number with two decimals, OCR's `l`, `O` and `S`
 for 1, 0 and 5 allowed beside a sign), may start with a date, may be a quantity line ("2 @ £2.75",
 "0.915 kg @ £0.73/kg", "２コ×単１１９") that belongs to the line above it, or a summary (a total, a
-balance, tax, change: 合計, 小計, お釣り ...) that states a header field, never an item. Full-width
+balance, tax, change: 合計, 小計, お釣り, Kontostand ...) that states a header field, never an item, but
+for a dated tax line in a dated list (a folio's "City tax"), which is a charge. Full-width
 digits and spaces are read as their ASCII forms (NFKC).
 """
 
@@ -38,15 +39,16 @@ MONTH = (
     r"|déc|ene|abr|ago|dic)[a-zéû]*\.?"
 )
 DATED = re.compile(
-    r"^\s*(?:\d{4}[-/.年] ?\d{1,2}[-/.月] ?\d{1,2}|\d{1,2}[-/.]\d{1,2}(?:[-/.]\d{2,4})?(?![\d.,])"
+    r"^\s*(?:\d{4}[-/.年] ?\d{1,2}[-/.月] ?\d{1,2}|\d{1,2}[-/.]\d{1,2}(?:[-/.]\d{2,4}|\.)?(?![\d.,])"
     rf"|\d{{1,2}}\.? ?{MONTH}|{MONTH} \d{{1,2}}\b|\d{{1,2}}月 ?\d{{1,2}}日)",
     re.IGNORECASE,
 )
-SUMMARY = re.compile(
-    r"(?i)\b(?:sub-?\s?total|totals?|balance|amount due|vat|tax|change|summe|gesamt|zwischensumme|mwst"
-    r"|saldo|montant|importe)\b|小\s*計|合\s*計|小\s*计|合\s*计|总\s*计|お\s*預\s*り|お\s*釣\s*り|消\s*費\s*税"
-    r"|本期"
+TOTALS = re.compile(
+    r"(?i)\b(?:sub-?\s?total|totals?|balance|amount due|change|summe|gesamt|zwischensumme|saldo|montant"
+    r"|importe|kontostand|übertrag|vortrag|solde|brought forward|carried forward)\b"
+    r"|小\s*計|合\s*計|小\s*计|合\s*计|总\s*计|お\s*預\s*り|お\s*釣\s*り|本期"
 )
+TAXES = re.compile(r"(?i)\b(?:vat|tax|mwst)\b|消\s*費\s*税")
 QUANTITY = re.compile(
     r"^\s*\d+(?:[.,]\d+)? ?(?:x\b|×|@|kg\b|g\b|lb\b|pcs?\b|st\b|コ|個|点|本|枚|パック)", re.I
 )
@@ -83,7 +85,14 @@ class Line:
 
     @property
     def summary(self) -> bool:
-        return SUMMARY.search(self.shown) is not None
+        """A total, a balance, change or tax: a header field's line, never an item's."""
+        return self.totals or TAXES.search(self.shown) is not None
+
+    @property
+    def totals(self) -> bool:
+        """A total, a balance carried or brought forward, change: a summary even where it is dated (a
+        dated tax line on a statement or a folio, "09.04.24 City tax 2 7.00", is a charge)."""
+        return TOTALS.search(self.shown) is not None
 
     @property
     def quantity(self) -> bool:
@@ -126,3 +135,47 @@ def table_headers(text: str) -> list[tuple[int, int, int]]:
         run = [line] if any(shape(line)) else []
     close()
     return tables
+
+
+# A statement marks money in (a refund, a salary, a payment to the card) as the bank writes it: `H`
+# (Haben) beside `S` (Soll), `CR` beside `DR`, a `+`, in a column of its own ("Charges  Credits"), or in
+# a section of its own ("PAYMENTS AND CREDITS").
+CREDIT_MARKS = ("H", "CR", "Cr", "cr", "+")
+CREDIT_WORD = re.compile(
+    r"(?i)\b(?:credits?|haben|gutschrift(?:en)?|crédits?|avoirs?|abonos?|haber|payments?|zahlungseingänge?)\b"
+)
+DEBIT_WORD = re.compile(
+    r"(?i)\b(?:debits?|charges?|soll|belastungen?|débits?|withdrawals?|paid out|cargos?|debe)\b"
+)
+
+
+def column_row(line: Line) -> bool:
+    """Whether `line` heads money columns, one for money in and one for money out ("Charges  Credits",
+    "Soll  Haben", "| Debit | Credit |"): digit-free, naming both."""
+    return not line.digits and bool(CREDIT_WORD.search(line.shown)) and bool(DEBIT_WORD.search(line.shown))
+
+
+def credited(line: Line, columns: Line | None, heading: str = "") -> bool:
+    """Whether `line`'s amount is money in: marked so beside it, standing under the credit column of
+    `columns` (right-aligned under it, or in the cell under it where the row is `|`- or tab-separated),
+    or listed under a `heading` that names money in."""
+    amounts = list(MONEY.finditer(line.shown))
+    if not amounts:
+        return False
+    last = amounts[-1]
+    if line.shown[last.end() :].strip() in CREDIT_MARKS or line.shown[: last.start()].rstrip().endswith("+"):
+        return True
+    if heading and not DEBIT_WORD.search(heading) and CREDIT_WORD.search(heading):
+        return True
+    if columns is None:
+        return False
+    for separator in TABLE_SEPARATORS:
+        if separator in columns.raw and separator in line.raw:
+            heads, cells = columns.shown.split(separator), line.shown.split(separator)
+            return any(
+                CREDIT_WORD.search(head) and MONEY.search(cell)
+                for head, cell in zip(heads, cells, strict=False)
+            )
+    words = list(re.finditer(r"\S+", columns.shown))
+    under = min(words, key=lambda word: abs(word.end() - last.end()))  # amounts align right
+    return CREDIT_WORD.search(under.group()) is not None

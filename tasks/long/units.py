@@ -25,7 +25,16 @@ import itertools
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from formwork.tasks.long.layout import MESSAGE, QUOTED_MESSAGE, Line, lines_of, table_headers
+from formwork.tasks.long.layout import (
+    MESSAGE,
+    QUOTED_MESSAGE,
+    TABLE_SEPARATORS,
+    Line,
+    column_row,
+    credited,
+    lines_of,
+    table_headers,
+)
 from formwork.tasks.long.parts import Span
 
 Kind = Literal["messages", "rows", "lines"]
@@ -41,6 +50,9 @@ class Unit:
     start: int
     end: int
     context: str = ""
+    credit: bool = (
+        False  # its amount is money in (tasks.long.layout.credited): no expense, where a sum says so
+    )
 
     def text(self, whole: str) -> str:
         return whole[self.start : self.end]
@@ -121,8 +133,11 @@ def _starts(lines: list[Line]) -> tuple[list[int], bool]:
     first_dated = next((n for n, i in enumerate(priced) if lines[i].dated), len(priced))
     listed = priced[first_dated:]  # a summary of amounts may stand above a statement's lines
     dated = sum(lines[i].dated for i in listed) >= DATED_SHARE * len(listed) > 0
-    if dated:
-        return [i for i in priced if lines[i].dated], True
+    if dated:  # a dated tax line is a charge of its own (a folio's "City tax"); a balance is none
+        return [
+            i for i, line in enumerate(lines)
+            if line.money and line.dated and not line.totals and not line.quantity
+        ], True  # fmt: skip
     named = [
         i for i, line in enumerate(lines[:-1])
         if not line.blank and not line.money and not line.summary and lines[i + 1].quantity
@@ -172,6 +187,23 @@ def _lines(text: str) -> list[Unit]:
 FINDERS = {"messages": _messages, "rows": _rows, "lines": _lines}
 
 
+def _credits(text: str, units: list[Unit]) -> list[Unit]:
+    """The units with their credit mark read from their first line (tasks.long.layout.credited),
+    against the nearest row above that heads money columns and the heading shown with them."""
+    lines = lines_of(text)
+    marked, columns, at = [], None, 0
+    for unit in units:
+        while at < len(lines) and lines[at].start < unit.start:
+            columns = lines[at] if column_row(lines[at]) else columns
+            at += 1
+        first = lines[at] if at < len(lines) and lines[at].start == unit.start else None
+        tabled = any(sep in unit.context for sep in TABLE_SEPARATORS)
+        header_row = lines_of(unit.context)[0] if tabled else columns
+        heading = "" if tabled else unit.context
+        marked.append(replace(unit, credit=first is not None and credited(first, header_row, heading)))
+    return marked
+
+
 def _header(text: str, units: list[Unit]) -> Excerpt:
     """The text with the units taken out, as pieces of the whole."""
     spans, at = [], 0
@@ -189,6 +221,8 @@ def find_units(text: str, kind: Kind | None = None) -> Layout:
     then table rows, then lines); none where it shows no list."""
     for name in (kind,) if kind else KINDS:
         units = FINDERS[name](text)
+        if units and name != "messages":
+            units = _credits(text, units)
         if units:
             return Layout(name, tuple(units), _header(text, units))
     return Layout(None, (), Excerpt(((0, len(text)),)))

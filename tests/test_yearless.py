@@ -1,0 +1,67 @@
+"""Year-less days at a line's start, read against a reference date; a list's header gives its units one.
+
+A Sparkasse statement writes `02.05.` and leaves the year to its header; the 1.5B gave all 17 of its
+expenses a null date (BENCHMARKS section 34). Checked here apart from any model: what is read as a day
+and what is not (a price), which year is meant, and which day of a header is the reference.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from formwork.tasks.grounding.anchors import anchored_reference, latest_stated_day
+from formwork.tasks.grounding.values import record_values
+from formwork.tasks.grounding.yearless import yearless_readings
+from formwork.tasks.long.itemwise import unit_meta
+from formwork.tasks.long.units import find_units
+
+MAY_31 = date(2024, 5, 31)
+
+
+def _days(text: str, reference: date | None = MAY_31) -> list[date]:
+    return [reading.value for reading in yearless_readings(text, reference, "header")]  # type: ignore[misc]
+
+
+def test_a_day_starting_a_line_takes_the_nearest_year_not_after_the_reference() -> None:
+    assert _days("02.05.  02.05.  Kartenzahlung girocard   45,90 S") == [date(2024, 5, 2)]
+    assert _days("28.12. Miete", date(2025, 1, 31)) == [date(2024, 12, 28)], "a January statement's December"
+    assert _days("05/02  AMAZON 12.99") == [date(2024, 2, 5), date(2024, 5, 2)], "London's, then New York's"
+    assert _days("  31.05 Entgelt 6,95") == [date(2024, 5, 31)]
+    assert _days("02.05. Kartenzahlung", None) == [], "no reference, no day"
+
+
+def test_a_price_a_whole_date_or_a_day_inside_a_sentence_is_no_year_less_day() -> None:
+    for text in ("Milk 3.10 EUR", "3.10 EUR Milk\n", "09.04.24 City tax 7.00", "open 24/7", "12.50 Taxi",
+                 "31.02. nothing", "2,50 Brot"):  # fmt: skip
+        assert _days(text) == [], text
+    assert _days("午後 10/6 会議") == [], "Han or kana month/day slashes are read in cjk_dates"
+
+
+def test_a_year_less_day_is_a_derived_reading_beside_the_others() -> None:
+    readings = record_values("02.05. REWE 45,90\n", MAY_31, "text: Kontostand vom 31.05.2024").date_readings()
+    assert [(r.value, r.kind, r.anchor) for r in readings] == [
+        (date(2024, 5, 2), "derived", "text: Kontostand vom 31.05.2024")
+    ]
+
+
+def test_the_reference_is_the_latest_day_the_header_states_dotted_days_read_day_first() -> None:
+    header = "Arrival: 09.04.2024    Departure: 13.04.2024\nprinted 12/11/2023\n"
+    assert latest_stated_day(header) == (date(2024, 4, 13), "text: Arrival: 09.04.2024 Departure: 13.04.2024")
+    assert latest_stated_day("printed 04/09/2024 on page 2") is None, "4 September or 9 April: not known"
+    assert latest_stated_day("Statement 5/2024, no day") is None
+
+
+def test_units_are_read_against_the_header_unless_the_record_gives_a_reference() -> None:
+    text = (
+        "Kontoauszug 5/2024\nneuer Kontostand vom 31.05.2024   3.626,56 H\n\n"
+        "02.05.  02.05.  Kartenzahlung girocard   45,90 S\n                REWE Markt\n"
+        "03.05.  03.05.  Lastschrift              89,00 S\n                Stadtwerke\n"
+    )
+    layout = find_units(text)
+    meta = unit_meta(None, layout, text, "reference_date")
+    assert anchored_reference(meta, "reference_date") == (
+        MAY_31,
+        "text: neuer Kontostand vom 31.05.2024 3.626,56 H",
+    )
+    given = {"reference_date": "2024-06-03"}
+    assert unit_meta(given, layout, text, "reference_date") is given, "the record's own reference wins"
