@@ -162,12 +162,19 @@ def missing_keys(body: dict[str, Any], roles: Roles, source: str, data: dict[str
             written = written or {m.group().casefold() for m in EMAIL.finditer(ADDRESSED.sub("", source))}
             listed = [item for item in data.get(name) or [] if isinstance(item, dict)]
             held = {str(item[key]).casefold() for item in listed if item.get(key)}
-            # an item whose address was dropped (below its bound) may stand for one the text writes
-            missing = len(written - held) - sum(1 for item in listed if not item.get(key))
-            if missing > 0:
+            # an item whose address was dropped (below its bound) may stand for one the text writes, but
+            # then nothing shows that it does (the 1.5B gave a company as a person, with no address)
+            unmatched, keyless = len(written - held), sum(1 for item in listed if not item.get(key))
+            if unmatched > keyless:
                 problems.append(
-                    f"{INCOMPLETE} {name} leaves out {missing} of the {len(written)} {key} addresses the "
-                    "text writes"
+                    f"{INCOMPLETE} {name} leaves out {unmatched - keyless} of the {len(written)} {key} "
+                    "addresses the text writes"
+                )
+            elif unmatched:
+                problems.append(
+                    f"{INCOMPLETE} {unmatched} of the {len(written)} {key} addresses the text writes are in "
+                    f"no item of {name}, and {keyless} of its items have no {key}: nothing shows they are "
+                    "the same"
                 )
     return problems
 
