@@ -34,6 +34,7 @@ from formwork.tasks.grounding.anchors import anchored_reference
 from formwork.tasks.grounding.copies import copies
 from formwork.tasks.grounding.evidence import Evidence, ground
 from formwork.tasks.grounding.prewritten import prewritten
+from formwork.tasks.grounding.word_parts import word_parts
 from formwork.tasks.judged_values import judged_values
 
 Status = Literal["ok", "partial", "failed"]
@@ -142,6 +143,13 @@ def _copied(copy: Evidence, original: Evidence) -> str:
     )
 
 
+def _word_part(proof: Evidence, word: str) -> str:
+    return (
+        f"{proof.path} {proof.value} is part of the word {word!r}, not a count; give the count the text "
+        "writes on its own (before ×, x, @, 点), or null if it writes none"
+    )
+
+
 def _prewritten(proof: Evidence, key: str) -> str:
     shown = json.dumps(proof.value, ensure_ascii=False)
     return (
@@ -173,8 +181,9 @@ def _evidence_errors(
                 for e in evidence]  # fmt: skip
 
     copied = {copy.path: original for copy, original in copies(evidence, source, schema.checked_body)}
-    pasted = prewritten(evidence, source)
-    evidence = [replace(e, grounded=False) if e.path in copied or e.path in pasted else e for e in evidence]
+    pasted, parts = prewritten(evidence, source), word_parts(evidence, source)
+    unbacked = copied.keys() | pasted.keys() | parts.keys()
+    evidence = [replace(e, grounded=False) if e.path in unbacked else e for e in evidence]
 
     def fresh(path: Path) -> bool:
         return not any(path[:n] in failing for n in range(len(path) + 1))
@@ -184,6 +193,8 @@ def _evidence_errors(
             return _copied(proof, copied[proof.path])
         if proof.path in pasted:
             return _prewritten(proof, pasted[proof.path])
+        if proof.path in parts:
+            return _word_part(proof, parts[proof.path])
         return _ungrounded(schema, proof)
 
     errors = [(path, why(e)) for e in evidence if not e.grounded and fresh(path := parse_path(e.path))]

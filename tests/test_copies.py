@@ -184,6 +184,27 @@ def test_a_count_that_is_part_of_the_products_name_is_no_count() -> None:
         ("封筒長311　2点　¥20", envelope | {"quantity": 2}),  # the count beside its mark
         ("Apples x3 £2.40", {"description": "Apples x3", "quantity": 3, "amount": 2.4}),
         ("Lunch for 3 £24.00", {"description": "Lunch for 3", "quantity": 3, "amount": 24.0}),
+        (
+            "中国铁路12306 174.37元",
+            {"description": "中国铁路12306 174.37元", "quantity": None, "amount": 174.37},
+        ),
     ]:
         kept = _receipt_line(text, item)
         assert kept["quantity"] == item["quantity"] and kept["status"] == "ok", (text, kept)
+
+
+def test_a_count_written_only_as_part_of_a_word_is_no_count() -> None:
+    """The 1.5B shortened the name and kept its number as the count: 食パン with 6 from ６枚切, 味噌 with
+    750 from 750g."""
+    for text, item in [
+        ("食パン　６枚切　　　　　¥１６８※", {"description": "食パン", "quantity": 6, "amount": 168}),
+        ("味噌　750g　　　　　¥298※", {"description": "味噌", "quantity": 750, "amount": 298}),
+    ]:
+        refused = _receipt_line(text, item)
+        assert refused["quantity"] is None and refused["status"] == "partial", refused
+        assert any("is part of the word" in e for e in refused["errors"])
+    for text, item in [
+        ("たまご 10個 ¥258", {"description": "たまご", "quantity": 10, "amount": 258}),
+        ("BANANAS 0.915kg @ £0.73/kg £0.67", {"description": "BANANAS", "quantity": 0.915, "amount": 0.67}),
+    ]:
+        assert _receipt_line(text, item)["quantity"] == item["quantity"], text

@@ -20,10 +20,10 @@ alone passes them, but those words already back the amount and the date. So:
 - but each of them needs its own place in the text: elements of one array (`items[0].name`,
   `items[1].name`, ...) with the same words are backed as many times as the text writes them, and
   the later ones are copies (a looping model listed "Aldi" twenty times from one "Aldi");
-- a number whose every occurrence is part of a word of a sibling's quoted value, a letter touching
-  it, is that word's, not a count of its own: `quantity: 311` beside `description: "封筒長311"`,
-  `quantity: 6` beside "食パン　６枚切" (the 1.5B took both, and the row's sum could not see it);
-  "Lunch for 3" or "x3" leave the 3 a number;
+- a number whose every occurrence is part of a word of a sibling's quoted value (a letter touches it,
+  tasks/grounding/word_parts.py) is that value's, not a number of its own: `quantity: 311` beside
+  `description: "封筒長311"`; a price is never a word's ("174.37元" stays the amount where a
+  description swallowed it);
 - a number whose every occurrence lies strictly inside the words that back another field's date is
   a part of that date, not a number of its own: `amount: 2024` or `amount: 12` beside `date:
   2024-01-12` read from "12 Jan 2024" (the bundled model chose both, at p 0.97). Strictly: where a
@@ -42,6 +42,7 @@ from formwork.tasks.grounding.cues import cues_for
 from formwork.tasks.grounding.evidence import Evidence
 from formwork.tasks.grounding.reading import contains, inside, made_of, overlaps, within, word_mask
 from formwork.tasks.grounding.spans import cued_starts
+from formwork.tasks.grounding.word_parts import glued
 
 INDEX = re.compile(r"\[\d+\]")
 
@@ -120,23 +121,12 @@ def copies(
         names = [
             q for q in quotes
             if _parent(q.path) == _parent(number.path)
-            and all(within(s, q.spans) and _glued(text, s) for s in number.spans)
+            and all(within(s, q.spans) and glued(text, s) for s in number.spans)
         ]  # fmt: skip
         if names and not any(copy.path == number.path for copy, _ in found):
             found.append((number, names[0]))
     already = {copy.path for copy, _ in found}
     return found + [pair for pair in _repeated_elements(quotes) if pair[0].path not in already]
-
-
-COUNT_MARKS = "xX×@点コ個"  # a count written against its mark ("x3", "2点") is a count, not a word's part
-
-
-def _glued(text: str, span: tuple[int, int]) -> bool:
-    """Whether the number at `span` is part of a word: a letter touches it ("封筒長311", "６枚切",
-    "LH400"), not a count mark."""
-    before = text[span[0] - 1] if span[0] > 0 else " "
-    after = text[span[1]] if span[1] < len(text) else " "
-    return any(c.isalpha() and c not in COUNT_MARKS for c in (before, after))
 
 
 def _is_number(value: object) -> bool:

@@ -1,0 +1,51 @@
+"""A number that is part of a word is no count: `食パン　６枚切` is sliced bread, `味噌　750g` a tub of miso.
+
+The 1.5B read both receipt lines with the product's own number as the item's quantity (6, 750), and
+`封筒長311` (an envelope's size code) as 311; the items still added up to the receipt's total, so no
+check saw it. A number a letter touches ("６枚切", "750g", "LH400") belongs to that word, unless the
+letter is a count's mark (x3, 2点, ３コ, 10個) or a currency (174.37元). So:
+- a count field (named quantity, qty, count, ...) whose value the text writes only as such a word's
+  part is not backed (`word_parts`);
+- a number of any field written only inside a sibling's quoted value as such a word's part is that
+  value's words (tasks/grounding/copies.py uses `glued`).
+A decimal is never a word's part here ("0.915kg" is a weight, a quantity the receipt schema asks for).
+"""
+
+from __future__ import annotations
+
+import re
+
+from formwork.tasks.grounding.evidence import Evidence
+from formwork.tasks.grounding.prewritten import field_key
+
+NOT_WORDS = "xX×@点コ個元円圓"  # a count's marks and currencies: "x3", "2点" are counts, "680円" a price
+COUNT_KEY = re.compile(r"^(?:quantity|qty|count|pieces|units|number_of_\w+|\w+_count)$")
+
+
+def glued(text: str, span: tuple[int, int]) -> bool:
+    """Whether the whole number at `span` is part of a word: a letter other than a count's mark or a
+    currency touches it."""
+    before = text[span[0] - 1] if span[0] > 0 else " "
+    after = text[span[1]] if span[1] < len(text) else " "
+    whole = not any(c in ".," for c in text[span[0] : span[1]])
+    return whole and any(c.isalpha() and c not in NOT_WORDS for c in (before, after))
+
+
+def word_at(text: str, span: tuple[int, int]) -> str:
+    """The word the number at `span` is part of: the run of non-space characters around it."""
+    start, end = span
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    return text[start:end]
+
+
+def word_parts(evidence: list[Evidence], text: str) -> dict[str, str]:
+    """{path: word} for the count fields whose value the text writes only as part of a word."""
+    found = {}
+    for proof in evidence:
+        counted = COUNT_KEY.match(field_key(proof.path)) and isinstance(proof.value, int | float)
+        if counted and proof.grounded and proof.spans and all(glued(text, s) for s in proof.spans):
+            found[proof.path] = word_at(text, proof.spans[0])
+    return found
