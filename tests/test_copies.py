@@ -208,3 +208,12 @@ def test_a_count_written_only_as_part_of_a_word_is_no_count() -> None:
         ("BANANAS 0.915kg @ £0.73/kg £0.67", {"description": "BANANAS", "quantity": 0.915, "amount": 0.67}),
     ]:
         assert _receipt_line(text, item)["quantity"] == item["quantity"], text
+
+
+def test_a_price_written_against_its_currency_stays_the_amount_inside_a_swallowed_name() -> None:
+    """Chinese writes no space between words and numbers: 花了480元 is a price, never a word's part."""
+    text = "2024年6月3日和客户吃晚饭，花了480元，项目：星河"
+    data = {"who": None, "date": "2024-06-03", "amount": 480, "currency": "CNY", "category": "meals",
+            "project": "花了480元"}  # fmt: skip
+    verdict = _judge(EXPENSE, text, data)
+    assert verdict.data["amount"] == 480 and verdict.data["project"] is None, verdict.errors

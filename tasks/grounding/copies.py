@@ -120,7 +120,7 @@ def copies(
     for number in (v for v in values if _is_number(v.value)):
         names = [
             q for q in quotes
-            if _parent(q.path) == _parent(number.path)
+            if _parent(q.path) == _parent(number.path) and not any(c.path == q.path for c, _ in found)
             and all(within(s, q.spans) and glued(text, s) for s in number.spans)
         ]  # fmt: skip
         if names and not any(copy.path == number.path for copy, _ in found):

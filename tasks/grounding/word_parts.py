@@ -3,7 +3,8 @@
 The 1.5B read both receipt lines with the product's own number as the item's quantity (6, 750), and
 `封筒長311` (an envelope's size code) as 311; the items still added up to the receipt's total, so no
 check saw it. A number a letter touches ("６枚切", "750g", "LH400") belongs to that word, unless the
-letter is a count's mark (x3, 2点, ３コ, 10個) or a currency (174.37元). So:
+number stands against a count's mark (x3, 2点, ３コ, 10個) or a currency (花了480元, where Chinese and
+Japanese write no space). So:
 - a count field (named quantity, qty, count, ...) whose value the text writes only as such a word's
   part is not backed (`word_parts`);
 - a number of any field written only inside a sibling's quoted value as such a word's part is that
@@ -18,17 +19,19 @@ import re
 from formwork.tasks.grounding.evidence import Evidence
 from formwork.tasks.grounding.prewritten import field_key
 
-NOT_WORDS = "xX×@点コ個元円圓"  # a count's marks and currencies: "x3", "2点" are counts, "680円" a price
+COUNT_MARKS = "xX×@点コ個"  # "x3", "2点", "３コ": a count written against its mark
+CURRENCIES = "元円圓원¥$€£₩"  # "680円", "花了480元": a price against its currency
 COUNT_KEY = re.compile(r"^(?:quantity|qty|count|pieces|units|number_of_\w+|\w+_count)$")
 
 
 def glued(text: str, span: tuple[int, int]) -> bool:
-    """Whether the whole number at `span` is part of a word: a letter other than a count's mark or a
-    currency touches it."""
+    """Whether the whole number at `span` is part of a word: a letter touches it, and neither a count's
+    mark nor a currency does."""
     before = text[span[0] - 1] if span[0] > 0 else " "
     after = text[span[1]] if span[1] < len(text) else " "
-    whole = not any(c in ".," for c in text[span[0] : span[1]])
-    return whole and any(c.isalpha() and c not in NOT_WORDS for c in (before, after))
+    if any(c in ".," for c in text[span[0] : span[1]]) or {before, after} & set(COUNT_MARKS + CURRENCIES):
+        return False
+    return before.isalpha() or after.isalpha()
 
 
 def word_at(text: str, span: tuple[int, int]) -> str:
