@@ -262,6 +262,7 @@ def test_a_measured_run_calibrates_one_half_and_verifies_the_other_without_the_m
                                      "--from-run", str(run_id)])  # fmt: skip
     assert calibrated.exit_code == 0, calibrated.output
     assert "calibration 1 stored" in calibrated.output
+    assert "chart:" in measured.output and "chart:" not in calibrated.output, "a replay draws no chart"
     verified = runner.invoke(app, ["eval", *common, "--verify", "--half", "verification",
                                    "--from-run", str(run_id)])  # fmt: skip
     assert verified.exit_code == 0, verified.output

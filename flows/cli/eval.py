@@ -176,4 +176,5 @@ def eval_gold(
         if report.get("reading"):
             out.print(f"{name}: certified values counted on the {report['reading']} (the one-pass call); "
                       "outcomes and accuracy above are that run's own rows")  # fmt: skip
-    out.print(f"chart: {chart} (numbers: {chart.with_suffix('.json')})")
+    if from_run is None:  # a replay of a stored run draws no chart
+        out.print(f"chart: {chart} (numbers: {chart.with_suffix('.json')})")
