@@ -25,7 +25,11 @@ def _days(text: str, reference: date | None = MAY_31) -> list[date]:
 def test_a_day_starting_a_line_takes_the_nearest_year_not_after_the_reference() -> None:
     assert _days("02.05.  02.05.  Kartenzahlung girocard   45,90 S") == [date(2024, 5, 2)]
     assert _days("28.12. Miete", date(2025, 1, 31)) == [date(2024, 12, 28)], "a January statement's December"
-    assert _days("05/02  AMAZON 12.99") == [date(2024, 2, 5), date(2024, 5, 2)], "London's, then New York's"
+    assert _days("05/02  AMAZON 12.99") == [date(2024, 5, 2)], "5 February is no day of a May statement"
+    assert _days("02/05  MONOPRIX 38,42") == [date(2024, 5, 2)], "nor is 2 May read month first"
+    assert _days("05/04  AMAZON 12.99") == [date(2024, 4, 5), date(2024, 5, 4)], "both within two months"
+    assert _days("07.05. Kartenzahlung", date(2024, 6, 30)) == [date(2024, 5, 7)]
+    assert _days("07.05. Kartenzahlung", date(2024, 8, 30)) == [], "more than two months back: no day"
     assert _days("  31.05 Entgelt 6,95") == [date(2024, 5, 31)]
     assert _days("02.05. Kartenzahlung", None) == [], "no reference, no day"
 

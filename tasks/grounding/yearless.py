@@ -8,6 +8,13 @@ date each means the nearest such day not after it, as a year-less 9月28日 does
 January one its `28.12.` the December before. Every reading is `derived`: without the reference none
 of them names a day.
 
+A day more than two months before the reference is none (RECENT_DAYS): a statement covers a month
+or two, and its `02/05` read month first (5 February, four months before a May statement closes) or
+its `07/05` read as 5 July of the year before are days no line of it means. That settles most slashes:
+a French statement closing on 31 May reads every `dd/mm` day first, a US one due on 26 June every
+`mm/dd` month first (the 1.5B chose the wrong order for 5 of 10 and 2 of 8 lines when both were
+offered: BENCHMARKS section 38). Where both orders fall within two months, both are offered.
+
 Only a line's first word is read so, which is where statements and folios write their days: in a
 sentence `3.10` is a price and `24/7` no day, and a currency after it makes it a price too (`3.10
 EUR`). A dot is read day first, as German, French and most of Europe write it; a slash in either order
@@ -28,17 +35,19 @@ YEARLESS = re.compile(
     r"(?m)^[ \t]*(\d{1,2})([./])(\d{1,2})(?:\.)?(?=[ \t]|$)(?![ \t]*(?:[€$£¥]|[A-Z]{3}\b|元|円))"
 )
 CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+RECENT_DAYS = 62  # a statement covers a month or two: a year-less day further back is no day of it
 
 
 def nearest_not_after(reference: date, month: int, day: int) -> date | None:
-    """The day `month`/`day` of the reference's year, or of the year before when that is after it."""
+    """The day `month`/`day` of the reference's year, or of the year before when that is after it; None
+    when that is more than RECENT_DAYS before the reference."""
     for year in (reference.year, reference.year - 1):
         try:
             found = date(year, month, day)
         except ValueError:
             continue
         if found <= reference:
-            return found
+            return found if (reference - found).days <= RECENT_DAYS else None
     return None
 
 
