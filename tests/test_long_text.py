@@ -517,3 +517,19 @@ def test_items_that_add_up_to_a_stated_subtotal_are_complete_with_vat_added_afte
     assert not adds_up(body, roles, row).agrees, "without the text, only the total is known"
     short = row | {"items": lines[:1]}
     assert any("add up to 15.8, the total is 41.75" in e for e in missing_from(body, roles, text, short))
+
+
+def test_amounts_stated_beyond_the_total_beside_items_without_one_are_misread() -> None:
+    """Items without an amount cannot add up, but the ones stated may already exceed the total."""
+    body = load_schema(LONG_GOLD / "statement.schema.json").body
+    roles = schema_roles(body)
+    items = [
+        {"date": None, "description": "A", "amount": 40.0},
+        {"date": None, "description": "B", "amount": None},
+    ]
+    row = {"holder": None, "currency": "EUR", "total": 30.0, "expenses": items}
+    (reason,) = missing_from(body, roles, "", row)
+    assert reason.startswith(
+        f"{INCOMPLETE} the 1 expenses' amount stated add up to 40, more than the total 30"
+    )
+    assert not missing_from(body, roles, "", row | {"total": 55.0}), "the amount-less one may hold the rest"

@@ -108,6 +108,28 @@ def adds_up(body: dict[str, Any], roles: Roles, merged: dict[str, Any], source: 
     return Sum(total_field, items_field, amount_field, added, total, len(amounts), subtotals(source))
 
 
+def over_total(body: dict[str, Any], roles: Roles, merged: dict[str, Any]) -> str | None:
+    """Where some items have no amount, so the items cannot add up: the reason, if the amounts they do
+    state already exceed the total and the schema allows no amount below 0 (a 1.5B statement read in
+    parts was `ok` with 7 amount-less items beside 5,570.90 of amounts under a total of 2,895.09)."""
+    summed = total_of(body, roles)
+    if not summed:
+        return None
+    total_field, items_field, amount_field = summed
+    node = (item_node(body, items_field).get("properties") or {}).get(amount_field) or {}
+    total, items = merged.get(total_field), [i for i in merged.get(items_field) or [] if isinstance(i, dict)]
+    known = [i[amount_field] for i in items if isinstance(i.get(amount_field), int | float)]
+    if not isinstance(total, int | float) or len(known) == len(items) or node.get("minimum", -1) < 0:
+        return None
+    added = round(sum(known), 2)
+    if added <= total + 0.01 * len(known):
+        return None
+    return (
+        f"{INCOMPLETE} the {len(known)} {items_field}' {amount_field} stated add up to {added:g}, more than "
+        f"the {total_field} {total:g}, and {len(items) - len(known)} more have none: some are misread"
+    )
+
+
 def table_rows(text: str, start: int = 0, end: int | None = None) -> int:
     """How many table rows below a header row stand between `start` and `end` of `text`."""
     end = len(text) if end is None else end
@@ -203,4 +225,5 @@ def missing_from(body: dict[str, Any], roles: Roles, source: str, data: dict[str
             f"{INCOMPLETE} the {checked.items}' {checked.amount} add up to {checked.added:g}, the "
             f"{checked.total_field} is {checked.total:g}: an item may be missing or misread"
         )
-    return problems
+    exceeded = over_total(body, roles, data)
+    return problems + ([exceeded] if exceeded else [])
