@@ -533,3 +533,6 @@ def test_amounts_stated_beyond_the_total_beside_items_without_one_are_misread() 
         f"{INCOMPLETE} the 1 expenses' amount stated add up to 40, more than the total 30"
     )
     assert not missing_from(body, roles, "", row | {"total": 55.0}), "the amount-less one may hold the rest"
+    (none,) = missing_from(body, roles, "", row | {"expenses": []})
+    assert none == f"{INCOMPLETE} no expenses, but the total is 30"
+    assert not missing_from(body, roles, "", row | {"expenses": [], "total": 0}), "a statement of nothing"

@@ -109,9 +109,10 @@ def adds_up(body: dict[str, Any], roles: Roles, merged: dict[str, Any], source: 
 
 
 def over_total(body: dict[str, Any], roles: Roles, merged: dict[str, Any]) -> str | None:
-    """Where some items have no amount, so the items cannot add up: the reason, if the amounts they do
-    state already exceed the total and the schema allows no amount below 0 (a 1.5B statement read in
-    parts was `ok` with 7 amount-less items beside 5,570.90 of amounts under a total of 2,895.09)."""
+    """Where the items cannot add up: the reason, if there are none under a total above 0, or if some
+    have no amount and the amounts the others state already exceed the total, the schema allowing no
+    amount below 0 (a 1.5B statement read in parts was `ok` with 7 amount-less items beside 5,570.90
+    of amounts under a total of 2,895.09; one read in parts from perfect parts was `ok` with none)."""
     summed = total_of(body, roles)
     if not summed:
         return None
@@ -119,6 +120,8 @@ def over_total(body: dict[str, Any], roles: Roles, merged: dict[str, Any]) -> st
     node = (item_node(body, items_field).get("properties") or {}).get(amount_field) or {}
     total, items = merged.get(total_field), [i for i in merged.get(items_field) or [] if isinstance(i, dict)]
     known = [i[amount_field] for i in items if isinstance(i.get(amount_field), int | float)]
+    if isinstance(total, int | float) and total > 0 and not items:
+        return f"{INCOMPLETE} no {items_field}, but the {total_field} is {total:g}"
     if not isinstance(total, int | float) or len(known) == len(items) or node.get("minimum", -1) < 0:
         return None
     added = round(sum(known), 2)
