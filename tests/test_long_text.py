@@ -533,6 +533,8 @@ def test_amounts_stated_beyond_the_total_beside_items_without_one_are_misread() 
         f"{INCOMPLETE} the 1 expenses' amount stated add up to 40, more than the total 30"
     )
     assert not missing_from(body, roles, "", row | {"total": 55.0}), "the amount-less one may hold the rest"
-    (none,) = missing_from(body, roles, "", row | {"expenses": []})
-    assert none == f"{INCOMPLETE} no expenses, but the total is 30"
-    assert not missing_from(body, roles, "", row | {"expenses": [], "total": 0}), "a statement of nothing"
+    listed = "02/05  MONOPRIX  10.00\n03/05  EDF  20.00\nTotal 30.00"
+    (none,) = missing_from(body, roles, listed, row | {"expenses": []})
+    assert none == f"{INCOMPLETE} no expenses, but the total is 30 and the text lists some"
+    assert not missing_from(body, roles, listed, row | {"expenses": [], "total": 0}), "a statement of nothing"
+    assert not missing_from(body, roles, "Paid 30 EUR, thanks", row | {"expenses": []}), "no list, none asked"

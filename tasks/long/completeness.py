@@ -28,6 +28,7 @@ from formwork.tasks.grounding.numbers import digit_readings
 from formwork.tasks.grounding.spans import EMAIL
 from formwork.tasks.long.layout import table_headers
 from formwork.tasks.long.parts import Piece
+from formwork.tasks.long.units import find_units
 from formwork.tasks.validate import Verdict
 
 INCOMPLETE = "incomplete:"  # begins every reason this module gives (counted by benchmarks/long_texts.py)
@@ -108,11 +109,12 @@ def adds_up(body: dict[str, Any], roles: Roles, merged: dict[str, Any], source: 
     return Sum(total_field, items_field, amount_field, added, total, len(amounts), subtotals(source))
 
 
-def over_total(body: dict[str, Any], roles: Roles, merged: dict[str, Any]) -> str | None:
-    """Where the items cannot add up: the reason, if there are none under a total above 0, or if some
-    have no amount and the amounts the others state already exceed the total, the schema allowing no
-    amount below 0 (a 1.5B statement read in parts was `ok` with 7 amount-less items beside 5,570.90
-    of amounts under a total of 2,895.09; one read in parts from perfect parts was `ok` with none)."""
+def over_total(body: dict[str, Any], roles: Roles, merged: dict[str, Any], source: str) -> str | None:
+    """Where the items cannot add up: the reason, if there are none under a total above 0 though the
+    text's layout lists two or more (tasks.long.units; a receipt that itemises nothing may list none),
+    or if some have no amount and the amounts the others state already exceed the total, the schema
+    allowing no amount below 0 (a 1.5B statement read in parts was `ok` with 7 amount-less items
+    beside 5,570.90 of amounts under a total of 2,895.09; one read from perfect parts, with none)."""
     summed = total_of(body, roles)
     if not summed:
         return None
@@ -120,8 +122,8 @@ def over_total(body: dict[str, Any], roles: Roles, merged: dict[str, Any]) -> st
     node = (item_node(body, items_field).get("properties") or {}).get(amount_field) or {}
     total, items = merged.get(total_field), [i for i in merged.get(items_field) or [] if isinstance(i, dict)]
     known = [i[amount_field] for i in items if isinstance(i.get(amount_field), int | float)]
-    if isinstance(total, int | float) and total > 0 and not items:
-        return f"{INCOMPLETE} no {items_field}, but the {total_field} is {total:g}"
+    if isinstance(total, int | float) and total > 0 and not items and len(find_units(source).units) > 1:
+        return f"{INCOMPLETE} no {items_field}, but the {total_field} is {total:g} and the text lists some"
     if not isinstance(total, int | float) or len(known) == len(items) or node.get("minimum", -1) < 0:
         return None
     added = round(sum(known), 2)
@@ -228,5 +230,5 @@ def missing_from(body: dict[str, Any], roles: Roles, source: str, data: dict[str
             f"{INCOMPLETE} the {checked.items}' {checked.amount} add up to {checked.added:g}, the "
             f"{checked.total_field} is {checked.total:g}: an item may be missing or misread"
         )
-    exceeded = over_total(body, roles, data)
+    exceeded = over_total(body, roles, data, source)
     return problems + ([exceeded] if exceeded else [])
