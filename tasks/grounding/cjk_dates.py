@@ -21,7 +21,7 @@ import re
 import unicodedata
 from datetime import date, timedelta
 
-from formwork.tasks.grounding.ordinal_days import latest_day
+from formwork.tasks.grounding.ordinal_days import latest_day, nearest_not_after
 from formwork.tasks.grounding.reading import Reading
 
 NUMERAL = {c: n for n, c in enumerate("〇一二三四五六七八九")} | {"十": 10, "两": 2, "兩": 2}
@@ -96,10 +96,7 @@ def _month_day(reference: date, named: str | None, month: str | None, day: int) 
         back = 1 if named.startswith("上") else 0
         return _valid(*_month_back(reference, back), day)
     if month:
-        this_year = _valid(reference.year, int(month), day)
-        if this_year is None or this_year <= reference:
-            return this_year
-        return _valid(reference.year - 1, int(month), day)
+        return nearest_not_after(reference, int(month), day)
     return latest_day(reference, day)  # as "the 8th" alone: this month's, else the month before
 
 

@@ -62,6 +62,21 @@ def latest_day(reference: date, day: int) -> date | None:
     return None
 
 
+def nearest_not_after(reference: date, month: int, day: int) -> date | None:
+    """The day `month`/`day` of the reference's year, or of the year before where that one is after
+    the reference (a year-less 9月28日, or a statement's `28.12.` read in January); None for no day."""
+    try:
+        this_year = date(reference.year, month, day)
+    except ValueError:
+        return None
+    if this_year <= reference:
+        return this_year
+    try:
+        return date(reference.year - 1, month, day)
+    except ValueError:
+        return None
+
+
 def _ordinals(text: str) -> list[re.Match[str]]:
     """The ordinal days `text` writes alone: not after a month's name ("March the 3rd")."""
     found = []

@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from datetime import date
 
+from formwork.tasks.grounding.ordinal_days import nearest_not_after
 from formwork.tasks.grounding.reading import Reading
 
 # at a line's start, then a space or the line's end, and no currency after it ("3.10 EUR" is a price)
@@ -38,17 +39,10 @@ CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 RECENT_DAYS = 62  # a statement covers a month or two: a year-less day further back is no day of it
 
 
-def nearest_not_after(reference: date, month: int, day: int) -> date | None:
-    """The day `month`/`day` of the reference's year, or of the year before when that is after it; None
-    when that is more than RECENT_DAYS before the reference."""
-    for year in (reference.year, reference.year - 1):
-        try:
-            found = date(year, month, day)
-        except ValueError:
-            continue
-        if found <= reference:
-            return found if (reference - found).days <= RECENT_DAYS else None
-    return None
+def recent_day(reference: date, month: int, day: int) -> date | None:
+    """The nearest day `month`/`day` not after the reference, unless more than RECENT_DAYS before it."""
+    found = nearest_not_after(reference, month, day)
+    return found if found is not None and (reference - found).days <= RECENT_DAYS else None
 
 
 def yearless_readings(text: str, reference: date | None, anchor: str | None) -> list[Reading]:
@@ -61,6 +55,6 @@ def yearless_readings(text: str, reference: date | None, anchor: str | None) -> 
         if slash and CJK.search(text):
             continue
         orders = [(b, a), (a, b)] if slash else [(b, a)]  # (month, day): day first, then month first
-        days = sorted({d for month, day in orders if (d := nearest_not_after(reference, month, day))})
+        days = sorted({d for month, day in orders if (d := recent_day(reference, month, day))})
         readings += [Reading(d, (m.start(1), m.end()), "derived", anchor) for d in days]
     return readings
