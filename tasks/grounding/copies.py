@@ -113,18 +113,16 @@ def copies(
             first = repeated[0]
             found.append((first, quote) if cued(quote) and not cued(first) else (quote, first))
     dates = [v for v in values if _is_date(v.value)]
+    refused = {copy.path for copy, _ in found}  # quotes that are copies hold no number of their own
     for number in (v for v in values if _is_number(v.value)):
         parts = [d for d in dates if d.path != number.path and all(within(s, d.spans) for s in number.spans)]
-        if parts:
-            found.append((number, parts[0]))
-    for number in (v for v in values if _is_number(v.value)):
-        names = [
+        parts = parts or [
             q for q in quotes
-            if _parent(q.path) == _parent(number.path) and not any(c.path == q.path for c, _ in found)
+            if _parent(q.path) == _parent(number.path) and q.path not in refused
             and all(within(s, q.spans) and glued(text, s) for s in number.spans)
         ]  # fmt: skip
-        if names and not any(copy.path == number.path for copy, _ in found):
-            found.append((number, names[0]))
+        if parts:
+            found.append((number, parts[0]))
     already = {copy.path for copy, _ in found}
     return found + [pair for pair in _repeated_elements(quotes) if pair[0].path not in already]
 

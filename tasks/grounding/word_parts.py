@@ -21,6 +21,7 @@ from formwork.tasks.grounding.prewritten import field_key
 
 COUNT_MARKS = "xX×@点コ個"  # "x3", "2点", "３コ": a count written against its mark
 CURRENCIES = "元円圓원¥$€£₩"  # "680円", "花了480元": a price against its currency
+NOT_WORDS = frozenset(COUNT_MARKS + CURRENCIES)
 COUNT_KEY = re.compile(r"^(?:quantity|qty|count|pieces|units|number_of_\w+|\w+_count)$")
 
 
@@ -29,7 +30,7 @@ def glued(text: str, span: tuple[int, int]) -> bool:
     mark nor a currency does."""
     before = text[span[0] - 1] if span[0] > 0 else " "
     after = text[span[1]] if span[1] < len(text) else " "
-    if any(c in ".," for c in text[span[0] : span[1]]) or {before, after} & set(COUNT_MARKS + CURRENCIES):
+    if any(c in ".," for c in text[span[0] : span[1]]) or {before, after} & NOT_WORDS:
         return False
     return before.isalpha() or after.isalpha()
 

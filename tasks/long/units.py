@@ -50,9 +50,7 @@ class Unit:
     start: int
     end: int
     context: str = ""
-    credit: bool = (
-        False  # its amount is money in (tasks.long.layout.credited): no expense, where a sum says so
-    )
+    credit: bool = False  # its amount is money in (tasks.long.layout.credited)
 
     def text(self, whole: str) -> str:
         return whole[self.start : self.end]
