@@ -72,13 +72,17 @@ class Sum:
     added: float
     total: float
     count: int
-    subtotals: tuple[float, ...] = ()  # what the text states on a subtotal line (a net before VAT)
+    source: str = ""  # the text, whose subtotal lines are read only where the total is not met
 
     @property
     def agrees(self) -> bool:
-        """The items add up to the total, or to a subtotal the text states (an invoice's net amount,
-        its VAT added after), within a cent of rounding per item."""
-        return any(abs(self.added - stated) <= 0.01 * self.count for stated in (self.total, *self.subtotals))
+        """The items add up to the total, or else to a subtotal the text states (an invoice's net
+        amount, its VAT added after), within a cent of rounding per item."""
+
+        def near(stated: float) -> bool:
+            return abs(self.added - stated) <= 0.01 * self.count
+
+        return near(self.total) or any(near(stated) for stated in subtotals(self.source))
 
 
 def subtotals(source: str) -> tuple[float, ...]:
@@ -90,14 +94,25 @@ def subtotals(source: str) -> tuple[float, ...]:
     return tuple(found)
 
 
-def adds_up(body: dict[str, Any], roles: Roles, merged: dict[str, Any], source: str = "") -> Sum | None:
-    """The items' amounts against the stated total (and the subtotals `source` states), or None where
-    there is no check: no total field, no total stated, or an item without an amount."""
+def _stated(
+    body: dict[str, Any], roles: Roles, merged: dict[str, Any]
+) -> tuple[str, str, str, Any, list] | None:
+    """(total field, items field, amount field, the total, the items) where the schema names a total
+    of the items (`total_of`), else None."""
     summed = total_of(body, roles)
     if not summed:
         return None
     total_field, items_field, amount_field = summed
-    total, items = merged.get(total_field), merged.get(items_field) or []
+    return total_field, items_field, amount_field, merged.get(total_field), merged.get(items_field) or []
+
+
+def adds_up(body: dict[str, Any], roles: Roles, merged: dict[str, Any], source: str = "") -> Sum | None:
+    """The items' amounts against the stated total (and the subtotals `source` states), or None where
+    there is no check: no total field, no total stated, or an item without an amount."""
+    stated = _stated(body, roles, merged)
+    if not stated:
+        return None
+    total_field, items_field, amount_field, total, items = stated
     amounts = [item.get(amount_field) if isinstance(item, dict) else None for item in items]
     if (
         not isinstance(total, int | float)
@@ -106,7 +121,7 @@ def adds_up(body: dict[str, Any], roles: Roles, merged: dict[str, Any], source: 
     ):
         return None
     added = round(sum(amounts), 2)
-    return Sum(total_field, items_field, amount_field, added, total, len(amounts), subtotals(source))
+    return Sum(total_field, items_field, amount_field, added, total, len(amounts), source)
 
 
 def over_total(body: dict[str, Any], roles: Roles, merged: dict[str, Any], source: str) -> str | None:
@@ -115,12 +130,12 @@ def over_total(body: dict[str, Any], roles: Roles, merged: dict[str, Any], sourc
     or if some have no amount and the amounts the others state already exceed the total, the schema
     allowing no amount below 0 (a 1.5B statement read in parts was `ok` with 7 amount-less items
     beside 5,570.90 of amounts under a total of 2,895.09; one read from perfect parts, with none)."""
-    summed = total_of(body, roles)
-    if not summed:
+    stated = _stated(body, roles, merged)
+    if not stated:
         return None
-    total_field, items_field, amount_field = summed
+    total_field, items_field, amount_field, total, listed = stated
     node = (item_node(body, items_field).get("properties") or {}).get(amount_field) or {}
-    total, items = merged.get(total_field), [i for i in merged.get(items_field) or [] if isinstance(i, dict)]
+    items = [i for i in listed if isinstance(i, dict)]
     known = [i[amount_field] for i in items if isinstance(i.get(amount_field), int | float)]
     if isinstance(total, int | float) and total > 0 and not items and len(find_units(source).units) > 1:
         return f"{INCOMPLETE} no {items_field}, but the {total_field} is {total:g} and the text lists some"
