@@ -7,8 +7,21 @@ const sections = Array.from(document.querySelectorAll('section.rec'));
 const boxes = Array.from(document.querySelectorAll('#strip .box'));
 const total = data.records.length;
 const storeKey = `formwork-audit:run-${data.run}:seed-${data.seed}:${data.records.map(r => r.record_id).join(',')}`;
-let state = {answers: {}, at: [0, 0]};
-try { state = JSON.parse(localStorage.getItem(storeKey)) || state; } catch (e) { /* a fresh start */ }
+// A file: page's local storage is left undefined by the standard (MDN), and a browser may lose it on a
+// reload; the tab's session storage keeps a copy that a reload keeps, local storage one a closed tab keeps.
+const AREAS = ['localStorage', 'sessionStorage'];
+function given(kept) { return Object.values(kept.answers).reduce((n, a) => n + Object.keys(a).length, 0); }
+function load() {
+  let best = {answers: {}, at: [0, 0]};
+  for (const area of AREAS) {
+    try {
+      const kept = JSON.parse(window[area].getItem(storeKey));
+      if (kept && given(kept) > given(best)) best = kept;
+    } catch (e) { /* nothing kept there */ }
+  }
+  return best;
+}
+let state = load();
 let rec = Math.min(state.at[0], total - 1), at = Math.min(state.at[1], fields.length - 1);
 let editing = null;
 
@@ -19,8 +32,11 @@ function say(text, bad) {
 }
 function save() {
   state.at = [rec, at];
-  try { localStorage.setItem(storeKey, JSON.stringify(state)); }
-  catch (e) { say(`answers are not saved in this browser (${e.name}): export before closing`, true); }
+  const text = JSON.stringify(state);
+  for (const area of AREAS) {
+    try { window[area].setItem(storeKey, text); }
+    catch (e) { say(`answers are not saved in this browser's ${area} (${e.name}): export before closing`, true); }
+  }
 }
 function answersOf(i) { return state.answers[i] || {}; }
 function isDone(i) { const a = answersOf(i); return fields.every(f => a[f]); }

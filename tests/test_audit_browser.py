@@ -73,6 +73,10 @@ def _progress(browser: Any) -> str:
     return browser.find_element("id", "progress").text
 
 
+def _message(browser: Any) -> str:
+    return browser.find_element("id", "msg").text
+
+
 @pytest.mark.browser
 def test_a_person_audits_50_records_by_keyboard_and_the_export_checks_and_calibrates(
     browser, db_url: str, tmp_path: Path
@@ -101,7 +105,11 @@ def test_a_person_audits_50_records_by_keyboard_and_the_export_checks_and_calibr
     for number, key in enumerate(keys):
         if number == 10:  # nothing is lost on reload
             browser.refresh()
-            assert _progress(browser).startswith("10 of 50 records done")
+            kept = browser.execute_script("return [localStorage.length, sessionStorage.length]")
+            assert _progress(browser).startswith("10 of 50 records done"), (kept, _message(browser))
+            browser.execute_script("localStorage.clear()")  # a browser that loses a file page's storage
+            browser.refresh()
+            assert _progress(browser).startswith("10 of 50 records done"), _message(browser)
         if number == 20:  # arrows move between records and fields
             _keys(browser, "\ue012\ue014\ue015\ue013")  # left, right, down, up: back where it was
         shown = browser.find_element("css selector", "section.rec:not([hidden]) header b").text
@@ -121,7 +129,7 @@ def test_a_person_audits_50_records_by_keyboard_and_the_export_checks_and_calibr
         if export.exists() and export.read_text().count("\n") == 50:
             break
         time.sleep(0.1)
-    assert "exported 50 of 50 records" in browser.find_element("id", "msg").text
+    assert "exported 50 of 50 records" in _message(browser)
     _shot(browser, "audit-exported.png")
     rows = [json.loads(line) for line in export.read_text().splitlines()]
     assert [r["id"] for r in rows] == keys
