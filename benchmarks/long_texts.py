@@ -245,11 +245,9 @@ def run(args: argparse.Namespace) -> None:
             else:
                 outcome = extract_safely(0, row["text"], reading, engines, options, row.get("meta"))
                 verdict, calls = outcome.verdict, len(outcome.calls)
-                read = {
-                    json.dumps((c.judged or {}).get("unit" if way == "items" else "part"))
-                    for c in outcome.calls
-                }
-                pieces = len(read - {"null"}) or 1
+                key = "unit" if way == "items" else "part"
+                read = {json.dumps(c.judged[key]["span"]) for c in outcome.calls if (c.judged or {}).get(key)}
+                pieces = len(read) or 1  # a unit read twice (a second reading) is one piece
             seconds = time.perf_counter() - started
             got = score(schema, row["gold"], verdict.data)
             incomplete = any(e.startswith(INCOMPLETE) for e in verdict.errors)

@@ -7,9 +7,9 @@ where the unit states none), with grounded decoding against the unit's own text:
 come from its own line. The prompt puts what every unit shares first (the instructions and the field
 guide) and the unit last, so an engine that keeps a prompt's prefix (the embedded engine's slots,
 vLLM's prefix cache) evaluates only the unit. Units go to the engine together, as many as it takes
-at once. Each unit is read once: grounded decoding leaves little for a retry to fix, and a text's
-calls stay bounded by its units. A unit's call is stored like any other, with the unit it read
-(`judged["unit"]`).
+at once. A unit the judge does not pass is read once more with a sibling unit's reading shown first
+(tasks/long/examples.py), so a text's calls stay bounded by twice its units. A unit's calls are
+stored like any other, with the unit they read (`judged["unit"]`, and the example's index there).
 
 The header fields are read once, through the record's own pipeline in one pass (a run's other
 single-call mode where it has one), from the text with the units taken out (`judged["header"]`),
@@ -37,6 +37,7 @@ from formwork.tasks.engines.base import Completion, Engine, EngineError, Message
 from formwork.tasks.fit import fit_source
 from formwork.tasks.grounding.anchors import ANCHOR, anchored_reference, latest_stated_day
 from formwork.tasks.long.completeness import INCOMPLETE, adds_up
+from formwork.tasks.long.examples import Example, kept, nearest_example, needs_second_reading, shown_first
 from formwork.tasks.long.merge import merge
 from formwork.tasks.long.parts import Piece
 from formwork.tasks.long.partwise import PerRecord, finish_of
@@ -124,20 +125,24 @@ def unit_meta(meta: dict[str, Any] | None, layout: Layout, text: str, field: str
 
 def _read_unit(
     record_id: int, index: int, layout: Layout, text: str, schema: Schema, engine: Engine,
-    options: ExtractOptions, meta: dict[str, Any] | None,
-) -> Outcome:  # fmt: skip
-    """One unit's one constrained call, judged against the unit's own text."""
+    options: ExtractOptions, meta: dict[str, Any] | None, example: Example | None = None,
+) -> tuple[Outcome, Message]:  # fmt: skip
+    """One unit's one constrained call, judged against the unit's own text (a second reading shows
+    `example` first, tasks/long/examples.py); with the message that asked for the unit."""
     assert layout.kind is not None
     unit, reading = layout.units[index], unit_schema(schema, layout.kind)
     source = unit.text(text)
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=1)
+    asked = unit_messages(reading, layout.kind, unit.context, source)[1]
     budget = options.format_max_tokens or format_budget(reading.grammar_body)
     sampling = guard(preset(options.preset, budget), allow_chat=options.allow_chat_in_constrained)
     try:
         fitted = fit_source(source, reading, (engine,), 0, budget)  # a message may be long
         grammar = options.formatting_grammar(reading, fitted.text, meta)
         messages = unit_messages(reading, layout.kind, unit.context, fitted.text)
-        done = Caller(outcome)(engine, "formatting", messages, sampling, grammar)
+        asked = messages[1]
+        shown = shown_first(example, messages) if example else messages
+        done = Caller(outcome)(engine, "formatting", shown, sampling, grammar)
         no_reasoning = Completion("", "stop", 0, 0, 0.0, engine.model)
         outcome.verdict = judge(reading, fitted.text, no_reasoning, done, meta=meta, **options.judging())
         outcome.formatting_finish = done.finish_reason
@@ -146,9 +151,11 @@ def _read_unit(
         outcome.verdict = Verdict("failed", None, [f"engine error: {exc}"])
         outcome.retryable, outcome.queueable = exc.retryable, exc.retryable
     where = {"index": index + 1, "of": len(layout.units), "span": [unit.start, unit.end], "kind": layout.kind}
+    if example:
+        where["example"] = example.index + 1
     for call in outcome.calls:
         call.judged = {**outcome.verdict.judged(), "unit": where}
-    return outcome
+    return outcome, asked
 
 
 def _unread(name: str, read: list[tuple[str, Unit, Verdict]], text: str) -> list[str]:
@@ -187,7 +194,16 @@ def extract_items(
             pool.submit(_read_unit, record_id, i, layout, text, schema, engines[0], options, each_unit)
             for i in range(len(units))
         ]
-        read = [future.result() for future in futures]
+        results = [future.result() for future in futures]
+        read, asked = [o for o, _ in results], [m for _, m in results]
+        wanted = [i for i, o in enumerate(read) if needs_second_reading(o)]
+        examples = {i: nearest_example(i, read, asked, name) for i in wanted}
+        again = {
+            i: pool.submit(_read_unit, record_id, i, layout, text, schema, engines[0], options, each_unit, e)
+            for i, e in examples.items() if e is not None
+        }  # fmt: skip
+        for i, second in again.items():
+            read[i] = kept(read[i], second.result()[0])
         done = ([header.result()] if header else []) + read
     if header:
         for call in done[0].calls:

@@ -1,0 +1,59 @@
+"""A second reading for a unit the judge would not pass, with a sibling's reading shown first.
+
+Units of one list share their layout: the lines of a statement, the messages of a thread. Where a
+small model misreads one of them (the 1.5B gave a Japanese thread's fifth sender as her company, with
+no address, while it read the four messages around it right), the same prompt gives the same answer,
+but shown one sibling unit and the item read from it first, it reads the unit as it read the sibling
+(BENCHMARKS section 39). Grounded decoding keeps the example's values out of the answer: every value
+still comes from the unit's own text, and the judge checks it there.
+
+The example is the nearest unit before (else after) whose reading the judge passed with an item; a
+second reading replaces the first only where the judge passes it, so it can mend a refusal and never
+add one. A text's calls stay bounded: at most two per unit.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from formwork.tasks.calls import Outcome
+from formwork.tasks.engines.base import Message
+
+
+@dataclass(frozen=True)
+class Example:
+    """A sibling unit as the prompt shows it (`asked`: its user message) and the answer read from it."""
+
+    index: int
+    asked: Message
+    answer: str
+
+
+def needs_second_reading(outcome: Outcome) -> bool:
+    """Whether a unit's reading is one a second reading may mend: judged, and not passed."""
+    return not outcome.retryable and outcome.verdict.status != "ok" and outcome.verdict.data is not None
+
+
+def nearest_example(index: int, read: list[Outcome], asked: list[Message], name: str) -> Example | None:
+    """The nearest sibling of unit `index` read with an item the judge passed, before it first."""
+    order = [*range(index - 1, -1, -1), *range(index + 1, len(read))]
+    for other in order:
+        verdict = read[other].verdict
+        if verdict.status == "ok" and isinstance(verdict.data, dict) and verdict.data.get(name):
+            answer = json.dumps({name: verdict.data[name]}, ensure_ascii=False)
+            return Example(other, asked[other], answer)
+    return None
+
+
+def shown_first(example: Example, messages: list[Message]) -> list[Message]:
+    """`messages` (a system message, then the unit's) with the example's question and answer between."""
+    return [*messages[:1], example.asked, {"role": "assistant", "content": example.answer}, *messages[1:]]
+
+
+def kept(first: Outcome, second: Outcome) -> Outcome:
+    """The reading a unit keeps: the second where the judge passed it, else the first; both calls kept."""
+    chosen = second if second.verdict.status == "ok" else first
+    chosen.calls = [*first.calls, *second.calls]
+    chosen.attempts = max(first.attempts, second.attempts)
+    return chosen
