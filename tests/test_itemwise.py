@@ -19,7 +19,7 @@ from sqlalchemy import select
 from formwork.db.models import ModelCall, Result
 from formwork.db.session import session_factory
 from formwork.flows.batch_extract import batch_extract
-from formwork.schemas.registry import load_schema
+from formwork.schemas.registry import load_checked_body, load_schema
 from formwork.schemas.roles import schema_roles
 from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.engines.base import Completion, EngineUnavailable
@@ -262,3 +262,58 @@ def test_a_person_who_writes_twice_is_one_contact_with_what_either_message_gives
     assert merged.verdict.data == {"contacts": gold}, "Dana's phone and company from her signed message"
     (phone,) = [row for row in merged.verdict.evidence if row["path"] == "contacts[0].phone"]
     assert all(layout.units[5].start <= s < e <= layout.units[5].end for s, e in phone["spans"])
+
+
+THREAD = load_schema(LONG_GOLD / "thread_contacts.schema.json")
+THREAD_JA = next(
+    json.loads(line)
+    for line in (LONG_GOLD / "thread_contacts.jsonl").read_text(encoding="utf-8").splitlines()
+    if '"long-thread-ja"' in line
+)
+
+
+def test_two_readings_of_one_person_that_disagree_null_the_field_and_name_both() -> None:
+    text, gold = THREAD_JA["text"], THREAD_JA["gold"]["contacts"]
+    layout = find_units(text)
+    ito, tanaka, takahashi, sato, suzuki = gold
+    quoted = sato | {"organization": "Subject"}  # as the 1.5B read the quoted copy of Sato's message
+    reading = unit_schema(THREAD, "messages")
+    for first, expected in ((quoted, None), (sato | {"name": "佐藤"}, "さくら物流株式会社")):
+        answers = [ito, tanaka, takahashi, first, suzuki, sato]
+        pieces = [
+            (unit, _as_part(written(reading, unit.text(text), {"contacts": answer}), "contacts"))
+            for unit, answer in zip(layout.units, answers, strict=True)
+        ]
+        names = [f"unit {i + 1} of 6" for i in range(6)]
+        merged = merge(THREAD, schema_roles(THREAD.body), text, pieces, names).verdict
+        if expected is None:
+            assert merged.status == "partial" and merged.data["contacts"][3]["organization"] is None
+            (said,) = [e for e in merged.errors if "two readings of one item disagree" in e]
+            assert '"Subject"' in said and '"さくら物流株式会社"' in said and "unit 4 of 6" in said
+            (value,) = [v for v in merged.values if v["path"] == "contacts[3].organization"]
+            assert value["verdict"] == "refused"
+            shown = [r for r in merged.evidence if r["path"] == "contacts[3].organization"]
+            assert [r["kind"] for r in shown] == ["refused"], "no span for a value the row does not hold"
+        else:  # a name written shorter in one message is the same name, not two readings
+            assert merged.status == "ok", merged.errors
+            assert merged.data["contacts"][3] == sato | {"name": "佐藤"}
+
+
+@pytest.mark.slow
+def test_a_unit_the_judge_refuses_is_read_again_with_a_sibling_shown_first(qwen_engine) -> None:
+    """The 1.5B gave the fifth sender of the Japanese thread as her company, with no address, read
+    alone; shown the message before it and what it read there, it reads her as it read the others."""
+    text, gold = THREAD_JA["text"], THREAD_JA["gold"]["contacts"]
+    body = json.loads(json.dumps(THREAD.body))
+    body["properties"]["contacts"]["x-units"] = "messages"
+    schema = load_checked_body(body, "thread-by-message")
+    engines = (qwen_engine, qwen_engine)
+    outcome = extract_safely(1, text, schema, engines, ExtractOptions(max_attempts=1), THREAD_JA.get("meta"))
+    units = [c.judged["unit"] for c in outcome.calls]
+    again = [u for u in units if "example" in u]
+    assert len(units) <= 2 * len(find_units(text).units), "at most one second reading a unit"
+    read = {(u["index"], "example" in u): c.judged for u, c in zip(units, outcome.calls, strict=True)}
+    for unit in again:
+        assert read[(unit["index"], False)]["status"] != "ok", "only a unit the judge did not pass"
+        assert read[(unit["example"], False)]["status"] == "ok", "the example, a reading the judge passed"
+    assert {c["email"] for c in outcome.verdict.data["contacts"]} == {c["email"] for c in gold}

@@ -4,6 +4,9 @@ Two parts overlap by a line, so an item written there is read twice: it is the s
 copies are equal and written inside the overlap (`within`). A list keyed by `x-key` (a thread's
 people by their e-mail) has the same item wherever its key is equal (`same_key`): a person who writes
 twice is one contact, and what the later message states fills what the first left empty (`fill`).
+Where both copies state a field and neither value is part of the other (`clashes`: a quoted message's
+`Subject` read as the company the person's own message names), the two readings of one item disagree
+and neither outranks the other: the merge nulls the field and says so, as it does for a header.
 """
 
 from __future__ import annotations
@@ -32,3 +35,21 @@ def fill(kept: Any, copy: Any) -> set[str]:
     gaps = {field for field, value in copy.items() if value is not None and kept.get(field) is None}
     kept.update({field: copy[field] for field in gaps})
     return gaps
+
+
+def clashes(kept: Any, copy: Any) -> set[str]:
+    """The fields both copies of one item state with values neither of which is part of the other
+    (`Anna` and `Anna Schmidt` are one name written shorter; `Subject` and a company are two readings)."""
+    if not isinstance(kept, dict) or not isinstance(copy, dict):
+        return set()
+    return {
+        field for field, value in copy.items()
+        if value is not None and kept.get(field) is not None and not _part_of(value, kept[field])
+    }  # fmt: skip
+
+
+def _part_of(one: Any, other: Any) -> bool:
+    if isinstance(one, str) and isinstance(other, str):
+        a, b = one.casefold(), other.casefold()
+        return a in b or b in a
+    return bool(one == other)

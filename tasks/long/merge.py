@@ -4,7 +4,8 @@ Each part was judged on its own text (tasks/long/partwise.py); here its evidence
 stands in the whole text, and the parts' values are combined by each field's role (schemas/roles.py):
 - items: every part's items in order of first appearance, less the copies of a kept one
   (tasks/long/duplicates.py; each kept item absorbs one copy per part, so two equal lines stay two),
-  whose values fill the kept one's empty fields, with their evidence;
+  whose values fill the kept one's empty fields, with their evidence (a field both state with values
+  that differ is nulled and named: two readings of one item that disagree);
 - header: the value every part that states it agrees on; parts that disagree make a conflict: the
   field is nulled and listed with what each part said (the row `partial`, or `failed` where the field
   is critical), never a silent pick. A part that does not state it is not a disagreement, nor is one
@@ -28,7 +29,7 @@ from formwork.schemas.registry import Schema
 from formwork.schemas.roles import Roles
 from formwork.tasks.confidence.probability import value_paths
 from formwork.tasks.long.completeness import INCOMPLETE, completeness_problems
-from formwork.tasks.long.duplicates import fill, same_key, within
+from formwork.tasks.long.duplicates import clashes, fill, same_key, within
 from formwork.tasks.long.parts import Piece
 from formwork.tasks.validate import EMPTY_ROW, Verdict, as_written, field_errors, null_failures
 
@@ -92,6 +93,7 @@ class _Merge:
         self.nulled: list[str] = []
         self.duplicates = 0
         self.conflicts: list[str] = []
+        self.clashed: list[tuple[str, str]] = []  # (an item field's path, why): two readings disagree
         self.stated: set[str] = set()  # header fields some part stated and all agreed on
         self.renamed: dict[tuple[int, str], dict[int, int]] = {}  # (part, items field): part index -> merged
         self.borrowed: set[tuple[int, str]] = set()  # (part, header field): an item's value (_borrowed)
@@ -127,6 +129,8 @@ class _Merge:
                 if same:
                     self.duplicates += 1
                     absorbed.add((same[0], index))  # one copy per part: two equal lines stay two
+                    for field in sorted(clashes(kept[same[0]][1], item)):
+                        self.clash(f"{name}[{same[0]}].{field}", kept[same[0]], index, item[field])
                     filled[j] = (same[0], fill(kept[same[0]][1], item))  # what the copy adds
                     continue
                 renamed[j] = len(kept)
@@ -156,6 +160,14 @@ class _Merge:
                 if (m := ITEM_PATH.match(path)) and m[1] == name and int(m[2]) in renamed
             ]
         self.data[name] = [item for _, item, _ in kept]
+
+    def clash(self, path: str, kept: tuple[int, Any, Any], index: int, value: Any) -> None:
+        """Two readings of one item give the field at `path` two values: it is nulled, saying both."""
+        first = kept[1][path.rsplit(".", 1)[1]]
+        shown = f"{self.names[kept[0]]} says {json.dumps(first, ensure_ascii=False)}; " + (
+            f"{self.names[index]} says {json.dumps(value, ensure_ascii=False)}"
+        )
+        self.clashed.append((path, f"{path}: two readings of one item disagree ({shown}); nulled"))
 
     def header(self, name: str) -> None:
         said = [
@@ -235,6 +247,10 @@ def merge(
         run.header(name)
     run.part_messages()
     failures: list[tuple[Path, str]] = [((name,), f"{name}: the parts disagree") for name in run.conflicts]
+    failures += [(parse_path(path), message) for path, message in run.clashed]
+    clashed = {path for path, _ in run.clashed}
+    run.rows = [row for row in run.rows if row["path"] not in clashed]
+    run.values = [{**row, "verdict": "refused"} if row["path"] in clashed else row for row in run.values]
     failures += field_errors(schema, run.data, source)
     data: Any = run.data
     if failures:
