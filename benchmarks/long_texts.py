@@ -48,7 +48,7 @@ from formwork.tasks.engines import open_engines
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.extract import extract_safely
 from formwork.tasks.long.completeness import INCOMPLETE
-from formwork.tasks.long.itemwise import _as_part, header_schema, unit_meta, unit_schema
+from formwork.tasks.long.itemwise import _as_part, header_schema, unit_schema
 from formwork.tasks.long.merge import merge
 from formwork.tasks.long.plan import part_schema, plan_parts
 from formwork.tasks.long.units import find_units
@@ -165,7 +165,7 @@ def _perfect(way: str, schema: Schema, row: dict[str, Any], engines: Any, option
         layout = find_units(text)
         assert layout.kind is not None
         name, reading = roles.items[0], unit_schema(schema, layout.kind)
-        each = unit_meta(meta, layout, text, options.reference_date_field)  # as the run reads each unit
+        each = layout.reading_meta(meta, text, options.reference_date_field)  # as the run reads each unit
         pieces = [
             (u, _as_part(perfect_piece(schema, reading, u.text(text), gold, each), name))
             for u in layout.units
@@ -177,7 +177,10 @@ def _perfect(way: str, schema: Schema, row: dict[str, Any], engines: Any, option
             names.insert(0, "the header text")
         return merge(schema, roles, text, pieces, names).verdict, len(layout.units), len(pieces)
     plan = plan_parts(text, schema, engines, options)
-    judged = [(p, perfect_piece(schema, part_schema(schema), p.text(text), gold, meta)) for p in plan.parts]
+    each = meta  # one part is read whole, by the record's own reading; more, each against the header
+    if len(plan.parts) > 1:
+        each = find_units(text).reading_meta(meta, text, options.reference_date_field)
+    judged = [(p, perfect_piece(schema, part_schema(schema), p.text(text), gold, each)) for p in plan.parts]
     return merge(schema, roles, text, judged).verdict, len(judged), len(judged)
 
 

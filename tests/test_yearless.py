@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from datetime import date
 
+from formwork.schemas.registry import load_schema
+from formwork.tasks.calls import ExtractOptions, Outcome
 from formwork.tasks.grounding.anchors import anchored_reference, latest_stated_day
 from formwork.tasks.grounding.values import record_values
 from formwork.tasks.grounding.yearless import yearless_readings
-from formwork.tasks.long.itemwise import unit_meta
+from formwork.tasks.long.parts import Part
+from formwork.tasks.long.partwise import extract_long
+from formwork.tasks.long.plan import Plan
 from formwork.tasks.long.units import find_units
+from formwork.tasks.validate import Verdict
 
 MAY_31 = date(2024, 5, 31)
 
@@ -62,10 +67,37 @@ def test_units_are_read_against_the_header_unless_the_record_gives_a_reference()
         "03.05.  03.05.  Lastschrift              89,00 S\n                Stadtwerke\n"
     )
     layout = find_units(text)
-    meta = unit_meta(None, layout, text, "reference_date")
+    meta = layout.reading_meta(None, text, "reference_date")
     assert anchored_reference(meta, "reference_date") == (
         MAY_31,
         "text: neuer Kontostand vom 31.05.2024 3.626,56 H",
     )
     given = {"reference_date": "2024-06-03"}
-    assert unit_meta(given, layout, text, "reference_date") is given, "the record's own reference wins"
+    assert layout.reading_meta(given, text, "reference_date") is given, "the record's own reference wins"
+
+
+def test_each_part_of_a_statement_read_in_parts_is_read_against_its_header() -> None:
+    """A statement read in parts (no `x-units`, or too long to read item by item) gives every part the
+    header's closing day as its reference, as its units get it: a part of `02.05.` lines has no year."""
+    text = (
+        "Kontoauszug 5/2024\nneuer Kontostand vom 31.05.2024   3.626,56 H\n\n"
+        "02.05.  02.05.  Kartenzahlung girocard   45,90 S\n                REWE Markt\n"
+        "03.05.  03.05.  Lastschrift              89,00 S\n                Stadtwerke\n"
+    )
+    middle = text.index("03.05.")
+    plan = Plan([Part(0, middle), Part(middle, len(text))])
+    schema = load_schema("examples/gold/long/statement.schema.json")
+    seen: list[dict | None] = []
+
+    def per_record(record_id, shown, reading, reasoner, formatter, options, meta, asked=()) -> Outcome:
+        seen.append(meta)  # the seam `extract_long` reads each part through: what it is given
+        return Outcome(record_id, Verdict("partial", {"expenses": []}, ["read by no model"]), attempts=1)
+
+    options = ExtractOptions(max_attempts=1)
+    for given, reference in ((None, "2024-05-31"), ({"reference_date": "2024-06-03"}, "2024-06-03")):
+        seen.clear()
+        extract_long(1, text, schema, (None, None), options, plan, per_record, given)  # type: ignore[arg-type]
+        day = date.fromisoformat(reference)
+        assert [anchored_reference(m, "reference_date")[0] for m in seen] == [day, day]
+    prose = "Paid the plumber on 31.05.2024. The parts came yesterday."  # no list: no header to read
+    assert find_units(prose).reading_meta(None, prose, "reference_date") is None

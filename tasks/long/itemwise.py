@@ -35,7 +35,6 @@ from formwork.schemas.roles import header_body, unit_body
 from formwork.tasks.calls import Caller, ExtractOptions, Outcome
 from formwork.tasks.engines.base import Completion, Engine, EngineError, Message
 from formwork.tasks.fit import fit_source
-from formwork.tasks.grounding.anchors import ANCHOR, anchored_reference, latest_stated_day
 from formwork.tasks.long.completeness import INCOMPLETE, adds_up
 from formwork.tasks.long.examples import Example, kept, nearest_example, needs_second_reading, shown_first
 from formwork.tasks.long.merge import merge
@@ -111,18 +110,6 @@ def _as_part(verdict: Verdict, name: str) -> Verdict:
     )
 
 
-def unit_meta(meta: dict[str, Any] | None, layout: Layout, text: str, field: str) -> dict[str, Any] | None:
-    """The meta each unit is read with: the record's, and where it gives no reference date, the latest
-    day the list's header states (a statement's closing day), so a line's `02.05.` is read as a day of
-    that statement's year (tasks/grounding/yearless.py). A mail message keeps its own `Date:` header."""
-    if layout.kind == "messages" or anchored_reference(meta, field)[0] is not None:
-        return meta
-    stated = latest_stated_day(layout.header.text(text))
-    if stated is None:
-        return meta
-    return {**(meta or {}), field: stated[0].isoformat(), ANCHOR: stated[1]}
-
-
 def _read_unit(
     record_id: int, index: int, layout: Layout, text: str, schema: Schema, engine: Engine,
     options: ExtractOptions, meta: dict[str, Any] | None, example: Example | None = None,
@@ -189,7 +176,7 @@ def extract_items(
             each = replace(options, policy=None, mode=mode)
             shown = layout.header.text(text)
             header = pool.submit(per_record, record_id, shown, header_schema(schema), *engines, each, meta)
-        each_unit = unit_meta(meta, layout, text, options.reference_date_field)
+        each_unit = layout.reading_meta(meta, text, options.reference_date_field)
         futures = [
             pool.submit(_read_unit, record_id, i, layout, text, schema, engines[0], options, each_unit)
             for i in range(len(units))

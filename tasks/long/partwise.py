@@ -7,8 +7,10 @@ is extracted as a record of its own (both passes, grounded decoding against the 
 same judge and bounds), under the part's schema (schemas/roles.py: a part may not state a header
 field), and the parts' rows are merged (tasks/long/merge.py) with every span moved to where it stands in
 the whole text. Each call is logged with the part it read (`judged["part"]`), so the review page and
-a reader of the calls can tell the parts apart. A part whose text shows table rows but that gave no
-items is read once more (two-pass), its formatting pass told so; only that part, never the whole text.
+a reader of the calls can tell the parts apart. Every part is read against the reference date the
+record gives, else the latest day the text's header states (a statement's `02/05` lines need its
+year). A part whose text shows table rows but that gave no items is read once more (two-pass), its
+formatting pass told so; only that part, never the whole text.
 
 The whole record is `ok` only when every part is and the merge found no conflict, and, as for any
 row, only where its values are certified (tasks.decide, on the merged row). A text that needs more than
@@ -28,6 +30,7 @@ from formwork.tasks.fit import counted_engines
 from formwork.tasks.long.completeness import missing_from, silent_parts
 from formwork.tasks.long.merge import merge
 from formwork.tasks.long.plan import Plan, part_options, part_schema, roles_of
+from formwork.tasks.long.units import find_units
 from formwork.tasks.validate import Verdict
 
 PerRecord = Callable[..., Outcome]  # tasks.extract.extract_record, passed in (it dispatches here)
@@ -49,6 +52,7 @@ def extract_long(
     outcome = outcome or Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     reading, each = part_schema(schema), part_options(schema, options, counted_engines(engines))
     roles = roles_of(schema)
+    meta = find_units(text).reading_meta(meta, text, options.reference_date_field)  # a part has no header
 
     def read(index: int, asked: tuple[str, ...] = ()) -> Outcome:
         part = parts[index]

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
 
+from formwork.tasks.grounding.anchors import ANCHOR, anchored_reference, latest_stated_day
 from formwork.tasks.long.layout import (
     MESSAGE,
     QUOTED_MESSAGE,
@@ -93,6 +94,18 @@ class Layout:
     units: tuple[Unit, ...]
     header: Excerpt
     cut_to: int | None = None
+
+    def reading_meta(self, meta: dict[str, Any] | None, text: str, field: str) -> dict[str, Any] | None:
+        """The meta each piece of this list (a unit, a part) is read with: the record's, and where it gives
+        no reference date, the latest day the list's header states (a statement's closing day), so a
+        line's `02.05.` is read as a day of that statement's year (tasks/grounding/yearless.py). A mail
+        message keeps its own `Date:` header, and a text with no list has no header to read."""
+        if self.kind in (None, "messages") or anchored_reference(meta, field)[0] is not None:
+            return meta
+        stated = latest_stated_day(self.header.text(text))
+        if stated is None:
+            return meta
+        return {**(meta or {}), field: stated[0].isoformat(), ANCHOR: stated[1]}
 
     def limited(self, most: int) -> Layout:
         """The first `most` units, cut after the last of them (the header text stays whole)."""
