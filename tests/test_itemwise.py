@@ -21,10 +21,11 @@ from formwork.db.session import session_factory
 from formwork.flows.batch_extract import batch_extract
 from formwork.schemas.registry import load_checked_body, load_schema
 from formwork.schemas.roles import schema_roles
-from formwork.tasks.calls import ExtractOptions
+from formwork.tasks.calls import ExtractOptions, Outcome
 from formwork.tasks.engines.base import Completion, EngineUnavailable
 from formwork.tasks.extract import extract_safely
 from formwork.tasks.long.completeness import INCOMPLETE
+from formwork.tasks.long.examples import kept, nearest_example, shown_first
 from formwork.tasks.long.itemwise import _as_part, header_schema, unit_messages, unit_schema
 from formwork.tasks.long.merge import merge
 from formwork.tasks.long.units import Layout, find_units
@@ -317,3 +318,25 @@ def test_a_unit_the_judge_refuses_is_read_again_with_a_sibling_shown_first(qwen_
         assert read[(unit["index"], False)]["status"] != "ok", "only a unit the judge did not pass"
         assert read[(unit["example"], False)]["status"] == "ok", "the example, a reading the judge passed"
     assert {c["email"] for c in outcome.verdict.data["contacts"]} == {c["email"] for c in gold}
+
+
+def test_a_second_reading_is_kept_only_where_the_judge_passes_it_and_it_keeps_the_item() -> None:
+    def read(status: str, item: dict | None) -> Outcome:
+        errors = [] if status == "ok" else ["refused"]
+        return Outcome(1, Verdict(status, {"contacts": item}, errors), attempts=1)
+
+    person = {"name": "鈴木 美咲", "email": "suzuki.m@aoba-shoji.co.jp", "phone": None, "organization": None}
+    asked = [{"role": "user", "content": f"unit {i}"} for i in range(4)]
+    units = [read("ok", None), read("ok", person), read("partial", person), read("ok", person)]
+    example = nearest_example(2, units, asked, "contacts")
+    assert example is not None and example.index == 1, "the nearest before, never a unit with no item"
+    assert nearest_example(1, [read("ok", None), read("partial", person)], asked, "contacts") is None
+    shown = shown_first(example, [{"role": "system", "content": "s"}, asked[2]])
+    answer = json.dumps({"contacts": person}, ensure_ascii=False)
+    assert [m["content"] for m in shown][1:] == ["unit 1", answer, "unit 2"]
+    first = read("partial", person)
+    assert kept(first, read("ok", person), "contacts").verdict.status == "ok", "a mended refusal"
+    assert kept(read("partial", person), read("ok", None), "contacts").verdict.status == "partial", (
+        "a second reading of no item at all never drops the item the first read"
+    )
+    assert kept(read("partial", person), read("partial", person), "contacts").verdict.status == "partial"

@@ -8,8 +8,9 @@ but shown one sibling unit and the item read from it first, it reads the unit as
 still comes from the unit's own text, and the judge checks it there.
 
 The example is the nearest unit before (else after) whose reading the judge passed with an item; a
-second reading replaces the first only where the judge passes it, so it can mend a refusal and never
-add one. A text's calls stay bounded: at most two per unit.
+second reading replaces the first only where the judge passes it and it still gives an item where
+the first did, so it can mend a refusal and never add one, nor drop an item. A text's calls stay
+bounded: at most two per unit.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def nearest_example(index: int, read: list[Outcome], asked: list[Message], name:
     order = [*range(index - 1, -1, -1), *range(index + 1, len(read))]
     for other in order:
         verdict = read[other].verdict
-        if verdict.status == "ok" and isinstance(verdict.data, dict) and verdict.data.get(name):
+        if verdict.status == "ok" and _item(read[other], name):
             answer = json.dumps({name: verdict.data[name]}, ensure_ascii=False)
             return Example(other, asked[other], answer)
     return None
@@ -51,9 +52,15 @@ def shown_first(example: Example, messages: list[Message]) -> list[Message]:
     return [*messages[:1], example.asked, {"role": "assistant", "content": example.answer}, *messages[1:]]
 
 
-def kept(first: Outcome, second: Outcome) -> Outcome:
-    """The reading a unit keeps: the second where the judge passed it, else the first; both calls kept."""
-    chosen = second if second.verdict.status == "ok" else first
+def _item(outcome: Outcome, name: str) -> bool:
+    return isinstance(outcome.verdict.data, dict) and bool(outcome.verdict.data.get(name))
+
+
+def kept(first: Outcome, second: Outcome, name: str) -> Outcome:
+    """The reading a unit keeps: the second where the judge passed it and it keeps the item the first
+    gave (a unit read as no item at all loses what the first read), else the first; both calls kept."""
+    mends = second.verdict.status == "ok" and (_item(second, name) or not _item(first, name))
+    chosen = second if mends else first
     chosen.calls = [*first.calls, *second.calls]
     chosen.attempts = max(first.attempts, second.attempts)
     return chosen

@@ -190,7 +190,7 @@ def extract_items(
             for i, e in examples.items() if e is not None
         }  # fmt: skip
         for i, second in again.items():
-            read[i] = kept(read[i], second.result()[0])
+            read[i] = kept(read[i], second.result()[0], name)
         done = ([header.result()] if header else []) + read
     if header:
         for call in done[0].calls:
