@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from formwork.schemas.annotations import value_types
@@ -74,7 +75,7 @@ class Sum:
     count: int
     source: str = ""  # the text, whose subtotal lines are read only where the total is not met
 
-    @property
+    @cached_property
     def agrees(self) -> bool:
         """The items add up to the total, or else to a subtotal the text states (an invoice's net
         amount, its VAT added after), within a cent of rounding per item."""

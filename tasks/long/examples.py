@@ -36,14 +36,16 @@ def needs_second_reading(outcome: Outcome) -> bool:
     return not outcome.retryable and outcome.verdict.status != "ok" and outcome.verdict.data is not None
 
 
-def nearest_example(index: int, read: list[Outcome], asked: list[Message], name: str) -> Example | None:
+def nearest_example(
+    index: int, read: list[Outcome], asked: list[Message | None], name: str
+) -> Example | None:
     """The nearest sibling of unit `index` read with an item the judge passed, before it first."""
     order = [*range(index - 1, -1, -1), *range(index + 1, len(read))]
     for other in order:
-        verdict = read[other].verdict
-        if verdict.status == "ok" and _item(read[other], name):
+        verdict, question = read[other].verdict, asked[other]
+        if verdict.status == "ok" and _item(read[other], name) and question is not None:
             answer = json.dumps({name: verdict.data[name]}, ensure_ascii=False)
-            return Example(other, asked[other], answer)
+            return Example(other, question, answer)
     return None
 
 

@@ -113,14 +113,15 @@ def _as_part(verdict: Verdict, name: str) -> Verdict:
 def _read_unit(
     record_id: int, index: int, layout: Layout, text: str, schema: Schema, engine: Engine,
     options: ExtractOptions, meta: dict[str, Any] | None, example: Example | None = None,
-) -> tuple[Outcome, Message]:  # fmt: skip
+) -> tuple[Outcome, Message | None]:  # fmt: skip
     """One unit's one constrained call, judged against the unit's own text (a second reading shows
-    `example` first, tasks/long/examples.py); with the message that asked for the unit."""
+    `example` first, tasks/long/examples.py); with the message that asked for the unit (None where
+    the engine could not be asked)."""
     assert layout.kind is not None
     unit, reading = layout.units[index], unit_schema(schema, layout.kind)
     source = unit.text(text)
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=1)
-    asked = unit_messages(reading, layout.kind, unit.context, source)[1]
+    asked: Message | None = None
     budget = options.format_max_tokens or format_budget(reading.grammar_body)
     sampling = guard(preset(options.preset, budget), allow_chat=options.allow_chat_in_constrained)
     try:

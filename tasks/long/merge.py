@@ -130,7 +130,7 @@ class _Merge:
                     self.duplicates += 1
                     absorbed.add((same[0], index))  # one copy per part: two equal lines stay two
                     for field in sorted(clashes(kept[same[0]][1], item)):
-                        self.clash(f"{name}[{same[0]}].{field}", kept[same[0]], index, item[field])
+                        self.clash(f"{name}[{same[0]}]", field, kept[same[0]], index, item[field])
                     filled[j] = (same[0], fill(kept[same[0]][1], item))  # what the copy adds
                     continue
                 renamed[j] = len(kept)
@@ -161,10 +161,10 @@ class _Merge:
             ]
         self.data[name] = [item for _, item, _ in kept]
 
-    def clash(self, path: str, kept: tuple[int, Any, Any], index: int, value: Any) -> None:
-        """Two readings of one item give the field at `path` two values: it is nulled, saying both."""
-        first = kept[1][path.rsplit(".", 1)[1]]
-        shown = f"{self.names[kept[0]]} says {json.dumps(first, ensure_ascii=False)}; " + (
+    def clash(self, item: str, field: str, kept: tuple[int, Any, Any], index: int, value: Any) -> None:
+        """Two readings of one item give its `field` two values: it is nulled, saying both."""
+        path = f"{item}.{field}"
+        shown = f"{self.names[kept[0]]} says {json.dumps(kept[1][field], ensure_ascii=False)}; " + (
             f"{self.names[index]} says {json.dumps(value, ensure_ascii=False)}"
         )
         self.clashed.append((path, f"{path}: two readings of one item disagree ({shown}); nulled"))
