@@ -90,18 +90,22 @@ class ExtractOptions:
         }
 
     def formatting_grammar(
-        self, schema: Schema, text: str, meta: dict[str, Any] | None, notes: str = ""
-    ) -> JsonSchema:
+        self, schema: Schema, text: str, meta: dict[str, Any] | None, notes: str = "",
+        dates_in: tuple[int, int] | None = None,
+    ) -> JsonSchema:  # fmt: skip
         """The schema the call that writes the JSON decodes under, in every mode: the record's own under
         grounded decoding (each `quote`/`value` field an enum of what its text backs and the field
         accepts, what the reasoning `notes` mention first, `tasks.grounding.candidates`), else the
         schema's. The root's `x-grounded-decoding` overrides the setting. The reference date is read as
-        `judge` reads it, so the candidates and the check share one reading of the text."""
+        `judge` reads it, so the candidates and the check share one reading of the text; a date field's
+        candidates are those within `dates_in` where it holds any."""
         if not schema.body.get("x-grounded-decoding", self.grounded_decoding):
             return schema.grammar_body
         reference, anchor = anchored_reference(meta, self.reference_date_field)
         body, checked = schema.grammar_body, schema.checked_body
-        return grounded_body(body, text, reference, checked=checked, anchor=anchor, notes=notes)
+        return grounded_body(
+            body, text, reference, checked=checked, anchor=anchor, notes=notes, dates_in=dates_in
+        )
 
 
 @dataclass

@@ -19,7 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formwork.schemas.registry import load_checked_body, load_schema
+from formwork.schemas.walk import walk
 from formwork.tasks.calls import ExtractOptions
+from formwork.tasks.long.itemwise import unit_schema
 from formwork.tasks.long.read import MIN_UNITS, UNITS_PER_PART, units_to_read
 from formwork.tasks.long.units import Excerpt, find_units
 
@@ -222,3 +224,34 @@ def test_balances_are_header_text_and_money_in_is_marked_as_each_bank_writes_it(
     assert _credits(table) == ["| 2024-05-06 | Salary | | 3,412.55 |"]
     marked = "01/05 COFFEE 3.20\n02/05 REFUND SHOP 12.00 CR\n03/05 TRAIN 8.40\n"
     assert _credits(marked) == ["02/05 REFUND SHOP 12.00 CR"]
+
+
+def _date_candidates(body: dict[str, Any]) -> set[str]:
+    return {
+        value for pointer, node in walk(body)
+        if pointer.endswith("/date") for value in node.get("enum", []) if value is not None
+    }  # fmt: skip
+
+
+def test_a_statement_line_is_dated_by_its_own_dated_line_not_by_a_timestamp_under_it() -> None:
+    """The Sparkasse card payment booked `02.05.` writes its card's `2024-05-01T18:22` two lines
+    under: the row's date is its column's, so the unit's date candidates are its first line's."""
+    konto = TEXTS["long-statement-konto"]
+    layout = find_units(konto)
+    card = next(unit for unit in layout.units if "T18:22" in unit.text(konto))
+    shown = card.text(konto)
+    assert card.dates_in == (0, shown.index("\n"))
+    reading = unit_schema(_schema(), "lines")
+    meta = layout.reading_meta(None, konto, "reference_date")
+    options = ExtractOptions()
+    anywhere = _date_candidates(options.formatting_grammar(reading, shown, meta))
+    assert anywhere == {"2024-05-02", "2024-05-01"}
+    assert _date_candidates(options.formatting_grammar(reading, shown, meta, dates_in=card.dates_in)) == {
+        "2024-05-02"
+    }
+    receipt = find_units(TEXTS["long-receipt-en"])
+    assert all(unit.dates_in is None for unit in receipt.units), "a receipt's lines are not dated"
+    undated = "05/02  Coffee  3.20\n       paid 2024-05-01\n"
+    assert _date_candidates(options.formatting_grammar(reading, undated, None, dates_in=(7, 13))) == {
+        "2024-05-01"
+    }, "where the span states no date, a date is read anywhere"

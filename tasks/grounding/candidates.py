@@ -177,11 +177,11 @@ def _value_words(finder: ValueFinder, kinds: frozenset[str], labels: Spans) -> V
 
 def _pool(
     node: dict[str, Any], check: dict[str, Any], rule: Rule, finder: ValueFinder, notes: str,
-    words: ValueWords, name: str,
+    words: ValueWords, name: str, dates_in: tuple[int, int] | None,
 ) -> Iterable[Any] | None:  # fmt: skip
     """Every value `node` (the property `name`) could take under grounded decoding, likeliest first;
     None: keep the node. `check` is the same field in the checked body, which keeps the `x-`
-    annotations."""
+    annotations; a date comes from `dates_in` where the text states one there."""
     types, text = value_types(node), finder.text
     if rule == "value" and types & {"number", "integer"}:
         numbers = (r for r in finder.number_readings() if isinstance(r.value, Decimal))
@@ -189,6 +189,8 @@ def _pool(
         return _mentioned_first([(_number(r.value), text[r.span[0] : r.span[1]]) for r in readings], notes)
     if rule == "value" and node.get("format") == "date":
         readings = [r for r in finder.date_readings() if isinstance(r.value, date)]
+        inside = [r for r in readings if dates_in and dates_in[0] <= r.span[0] and r.span[1] <= dates_in[1]]
+        readings = inside or readings
         return _mentioned_first([(r.value.isoformat(), text[r.span[0] : r.span[1]]) for r in readings], notes)
     if rule == "quote" and types == {"string"}:
         cues = cues_for(str(check.get("description", "")), name)  # a name's cues: a person, a company...
@@ -217,14 +219,16 @@ def _bounded(pool: Iterable[Any], accepts: Callable[[Any], bool]) -> list[Any]:
 
 def grounded_body(
     body: dict[str, Any], text: str, reference: date | None = None, *, checked: dict[str, Any] | None = None,
-    anchor: str | None = None, notes: str = "",
+    anchor: str | None = None, notes: str = "", dates_in: tuple[int, int] | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """`body` (the grammar body) with every `quote` or `value` field, at any depth, replaced by an enum
     of its candidates. `checked` is the body validation reads (the same tree with the keywords the
     grammar drops: `x-format`, `multipleOf`, and the rules: without it, a field marked `x-grounding:
     none`, such as a quantity that is 1 "when no number is given", would be narrowed to the text's
     numbers), `reference` and `anchor` the record's reference date as
-    the judge gets them, `notes` the reasoning pass's text, which orders the candidates."""
+    the judge gets them, `notes` the reasoning pass's text, which orders the candidates. `dates_in`
+    is where a date field's value is read where the text states one there (a statement line's own
+    dated line, not a card timestamp in the booking text under it), else anywhere."""
     finder = record_source(text, reference, anchor).values
     root = checked if checked is not None else body
     same = _Same(root)
@@ -247,7 +251,7 @@ def grounded_body(
             if isinstance(node.get("items"), dict):
                 copy["items"] = visit(node["items"], check.get("items"), passed, name)
             return copy
-        pool = _pool(node, check, rule, finder, notes, words, name)
+        pool = _pool(node, check, rule, finder, notes, words, name, dates_in)
         if pool is None:
             return node
         values = _bounded(pool, admits(root, check, text))

@@ -126,7 +126,7 @@ def _read_unit(
     sampling = guard(preset(options.preset, budget), allow_chat=options.allow_chat_in_constrained)
     try:
         fitted = fit_source(source, reading, (engine,), 0, budget)  # a message may be long
-        grammar = options.formatting_grammar(reading, fitted.text, meta)
+        grammar = options.formatting_grammar(reading, fitted.text, meta, dates_in=unit.dates_in)
         messages = unit_messages(reading, layout.kind, unit.context, fitted.text)
         asked = messages[1]
         shown = shown_first(example, messages) if example else messages

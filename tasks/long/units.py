@@ -8,13 +8,14 @@ asked for one line at a time it misses almost none. So a list is cut where its w
 - **rows**: a table's rows that carry a digit, each shown beside the table's header row; a repeated
   header row or a total row is no item;
 - **lines**: a list of lines with amounts. Where most of them start with a date (a statement), a unit
-  starts at each dated line; otherwise (a receipt) at each line with an amount, or at a name line
-  whose quantity line ("2 @ £2.75", "0.915 kg @ £0.73/kg") follows. A unit takes the lines that
-  continue it: a quantity line, an indented line (a wrapped description, a foreign-currency note).
-  A blank line or a summary (a total, a balance, tax, change) ends a unit, and on a receipt the first
-  summary after the items ends the list (what follows is tender and change). A line with no digit
-  between units is a section heading ("PENDING TRANSACTIONS", "Payments and credits"): the units
-  under it are shown it, so a model can tell that they hold no expense.
+  starts at each dated line, whose date is the item's; otherwise (a receipt) at each line with an
+  amount, or at a name line whose quantity line ("2 @ £2.75", "0.915 kg @ £0.73/kg") follows. A unit
+  takes the lines that continue it: a quantity line, an indented line (a wrapped description, a
+  foreign-currency note). A blank line or a summary (a total, a balance, tax, change) ends a unit,
+  and on a receipt the first summary after the items ends the list (what follows is tender and
+  change). A line with no digit between units is a section heading ("PENDING TRANSACTIONS",
+  "Payments and credits"): the units under it are shown it, so a model can tell that they hold no
+  expense.
 What is not in a unit is the **header** text (the vendor, the date, the card holder, the totals),
 read once for the header fields: the text with the units taken out.
 """
@@ -52,6 +53,14 @@ class Unit:
     end: int
     context: str = ""
     credit: bool = False  # its amount is money in (tasks.long.layout.credited)
+    dated_line: int = 0  # a statement line's: the length of its first line, whose date is the item's
+
+    @property
+    def dates_in(self) -> tuple[int, int] | None:
+        """Where the unit's date is read, in its own text: a statement's line is dated by the date
+        that opens it (its column), never by a date in the booking text under it (a card payment's
+        `2024-05-01T18:22` under `02.05.`), so every row's date means what the column says."""
+        return (0, self.dated_line) if self.dated_line else None
 
     def text(self, whole: str) -> str:
         return whole[self.start : self.end]
@@ -167,7 +176,8 @@ def _lines(text: str) -> list[Unit]:
 
     def close() -> None:
         if first is not None:
-            units.append(Unit(first.start, lines[last].end, heading))
+            lead = first.end - first.start if dated else 0
+            units.append(Unit(first.start, lines[last].end, heading, dated_line=lead))
 
     above = [line for line in lines[: starts[0]] if not line.blank]
     if above and not above[-1].digits:  # the heading right above the list ("PAYMENTS AND CREDITS")
