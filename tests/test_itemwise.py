@@ -25,7 +25,7 @@ from formwork.tasks.calls import ExtractOptions, Outcome
 from formwork.tasks.engines.base import Completion, EngineUnavailable
 from formwork.tasks.extract import extract_safely
 from formwork.tasks.long.completeness import INCOMPLETE
-from formwork.tasks.long.examples import kept, nearest_example, shown_first
+from formwork.tasks.long.examples import kept, nearest_example, not_again, shown_first
 from formwork.tasks.long.itemwise import _as_part, header_schema, unit_messages, unit_schema
 from formwork.tasks.long.merge import merge
 from formwork.tasks.long.units import Layout, find_units
@@ -340,3 +340,24 @@ def test_a_second_reading_is_kept_only_where_the_judge_passes_it_and_it_keeps_th
         "a second reading of no item at all never drops the item the first read"
     )
     assert kept(read("partial", person), read("partial", person), "contacts").verdict.status == "partial"
+
+
+def test_a_second_reading_is_not_offered_the_values_the_judge_refused_in_the_first() -> None:
+    """The 1.5B read the supermarket's natto line (three packs a box, two boxes) as 3 packs twice;
+    its second reading is offered the line's other numbers, and null, not 3 again."""
+    receipt = load_schema(LONG_GOLD / "receipt.schema.json")
+    rows = (LONG_GOLD / "receipt-irregular.jsonl").read_text(encoding="utf-8").splitlines()
+    text = next(row["text"] for row in map(json.loads, rows) if row["id"] == "long-receipt-ja-super")
+    natto = next(unit.text(text) for unit in find_units(text).units if "納豆" in unit.text(text))
+    reading = unit_schema(receipt, "lines")
+    grammar = ExtractOptions().formatting_grammar(reading, natto, None)
+    item = {"description": "納豆　３パック", "quantity": 3, "amount": 176}
+    first = written(reading, natto, {"items": item})
+    assert {"path": "items.quantity", "value": 3} in [{k: v[k] for k in ("path", "value")} for v in first.values]
+    assert first.status != "ok", "the judge refuses a count that is part of the word ３パック"
+    offered = not_again(grammar, first)["properties"]["items"]["properties"]
+    before = grammar["properties"]["items"]["properties"]
+    assert 3 not in offered["quantity"]["enum"] and {2, None} <= set(offered["quantity"]["enum"])
+    assert offered["amount"] == before["amount"], "what the judge passed is offered as before"
+    passed = written(reading, natto, {"items": {**item, "quantity": 2}})
+    assert passed.status == "ok" and not_again(grammar, passed) == grammar

@@ -5,7 +5,9 @@ small model misreads one of them (the 1.5B gave a Japanese thread's fifth sender
 no address, while it read the four messages around it right), the same prompt gives the same answer,
 but shown one sibling unit and the item read from it first, it reads the unit as it read the sibling
 (BENCHMARKS section 39). Grounded decoding keeps the example's values out of the answer: every value
-still comes from the unit's own text, and the judge checks it there.
+still comes from the unit's own text, and the judge checks it there. Nor is a value the judge refused
+in the first reading offered again (the 1.5B read `納豆　３パック` with its `２コ×単８８` line as 3
+packs twice; the judge refused 3 twice): the same prompt would give it again.
 
 The example is the nearest unit before (else after) whose reading the judge passed with an item; a
 second reading replaces the first only where the judge passes it and it still gives an item where
@@ -15,11 +17,19 @@ bounded: at most two per unit.
 
 from __future__ import annotations
 
+import copy
+import itertools
 import json
+import re
 from dataclasses import dataclass
+from typing import Any
 
+from formwork.schemas.walk import walk
 from formwork.tasks.calls import Outcome
 from formwork.tasks.engines.base import Message
+from formwork.tasks.validate import Verdict
+
+INDEX = re.compile(r"\[\d+\]")
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,25 @@ def nearest_example(
 def shown_first(example: Example, messages: list[Message]) -> list[Message]:
     """`messages` (a system message, then the unit's) with the example's question and answer between."""
     return [*messages[:1], example.asked, {"role": "assistant", "content": example.answer}, *messages[1:]]
+
+
+def not_again(grammar: dict[str, Any], first: Verdict) -> dict[str, Any]:
+    """`grammar` (grounded: each field an enum of its candidates) without the values the judge refused
+    in the `first` reading, where the field keeps another candidate or null to choose."""
+    refused: dict[str, list[Any]] = {}
+    for row in first.values:
+        if row["verdict"] == "refused" and row["value"] is not None:
+            refused.setdefault(INDEX.sub("", row["path"]), []).append(row["value"])
+    if not refused:
+        return grammar
+    narrowed = copy.deepcopy(grammar)
+    for pointer, node in walk(narrowed):
+        keys = pointer.split("/")
+        path = ".".join(name for key, name in itertools.pairwise(keys) if key == "properties")
+        if path in refused and "enum" in node:
+            left = [v for v in node["enum"] if (type(v), v) not in {(type(r), r) for r in refused[path]}]
+            node["enum"] = left or node["enum"]
+    return narrowed
 
 
 def _item(outcome: Outcome, name: str) -> bool:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from formwork.schemas.budget import format_budget
@@ -36,7 +37,14 @@ from formwork.tasks.calls import Caller, ExtractOptions, Outcome
 from formwork.tasks.engines.base import Completion, Engine, EngineError, Message
 from formwork.tasks.fit import fit_source
 from formwork.tasks.long.completeness import INCOMPLETE, adds_up
-from formwork.tasks.long.examples import Example, kept, nearest_example, needs_second_reading, shown_first
+from formwork.tasks.long.examples import (
+    Example,
+    kept,
+    nearest_example,
+    needs_second_reading,
+    not_again,
+    shown_first,
+)
 from formwork.tasks.long.merge import merge
 from formwork.tasks.long.parts import Piece
 from formwork.tasks.long.partwise import PerRecord, finish_of
@@ -113,10 +121,11 @@ def _as_part(verdict: Verdict, name: str) -> Verdict:
 def _read_unit(
     record_id: int, index: int, layout: Layout, text: str, schema: Schema, engine: Engine,
     options: ExtractOptions, meta: dict[str, Any] | None, example: Example | None = None,
+    first: Verdict | None = None,
 ) -> tuple[Outcome, Message | None]:  # fmt: skip
     """One unit's one constrained call, judged against the unit's own text (a second reading shows
-    `example` first, tasks/long/examples.py); with the message that asked for the unit (None where
-    the engine could not be asked)."""
+    `example` first and is not offered what the judge refused in the `first`, tasks/long/examples.py);
+    with the message that asked for the unit (None where the engine could not be asked)."""
     assert layout.kind is not None
     unit, reading = layout.units[index], unit_schema(schema, layout.kind)
     source = unit.text(text)
@@ -127,6 +136,7 @@ def _read_unit(
     try:
         fitted = fit_source(source, reading, (engine,), 0, budget)  # a message may be long
         grammar = options.formatting_grammar(reading, fitted.text, meta, dates_in=unit.dates_in)
+        grammar = not_again(grammar, first) if first else grammar
         messages = unit_messages(reading, layout.kind, unit.context, fitted.text)
         asked = messages[1]
         shown = shown_first(example, messages) if example else messages
@@ -178,18 +188,17 @@ def extract_items(
             shown = layout.header.text(text)
             header = pool.submit(per_record, record_id, shown, header_schema(schema), *engines, each, meta)
         each_unit = layout.reading_meta(meta, text, options.reference_date_field)
-        futures = [
-            pool.submit(_read_unit, record_id, i, layout, text, schema, engines[0], options, each_unit)
-            for i in range(len(units))
-        ]
-        results = [future.result() for future in futures]
+        unit = partial(_read_unit, record_id, layout=layout, text=text, schema=schema, engine=engines[0],
+                       options=options, meta=each_unit)  # fmt: skip
+        results = [future.result() for future in [pool.submit(unit, i) for i in range(len(units))]]
         read, asked = [o for o, _ in results], [m for _, m in results]
         wanted = [i for i, o in enumerate(read) if needs_second_reading(o)]
         examples = {i: nearest_example(i, read, asked, name) for i in wanted}
         again = {
-            i: pool.submit(_read_unit, record_id, i, layout, text, schema, engines[0], options, each_unit, e)
-            for i, e in examples.items() if e is not None
-        }  # fmt: skip
+            i: pool.submit(unit, i, example=e, first=read[i].verdict)
+            for i, e in examples.items()
+            if e is not None
+        }
         for i, second in again.items():
             read[i] = kept(read[i], second.result()[0], name)
         done = ([header.result()] if header else []) + read
