@@ -36,7 +36,7 @@ from formwork.tasks.fit import fit_source
 from formwork.tasks.grounding.anchors import anchored_reference
 from formwork.tasks.grounding.values import dates_compete
 from formwork.tasks.long.partwise import check_whole
-from formwork.tasks.long.read import read_long
+from formwork.tasks.long.read import read_long, whole_meta
 from formwork.tasks.modes import extract_single_pass
 from formwork.tasks.presets import guard, preset
 from formwork.tasks.prompts import formatting_messages, reasoning_messages
@@ -177,12 +177,14 @@ def extract_safely(
     """`extract_record` (or both readings, in mode `two-readings`), each value then held to the run's
     policy, with an unmapped fault failing this record instead of the whole batch; the model calls made
     before the fault are kept (they were paid for, and they show what happened). A long list is read
-    item by item, a text too long for the context in parts (tasks.long.read)."""
+    item by item, a text too long for the context in parts (tasks.long.read), a short list whole
+    against its header's closing day where the record gives no reference date, as its units would be."""
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     try:
         long = read_long(record_id, text, schema, engines, options, extract_record, meta, outcome)
         if long is not None:
             return held_to_policy(schema, text, meta, long, options)
+        meta = whole_meta(text, schema, options, meta)
         whole = extract_record(record_id, text, schema, *engines, options, meta, outcome=outcome)
         return check_whole(schema, text, held_to_policy(schema, text, meta, whole, options))
     except Exception as exc:

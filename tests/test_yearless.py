@@ -7,18 +7,21 @@ and what is not (a price), which year is meant, and which day of a header is the
 
 from __future__ import annotations
 
+import json
 from datetime import date
 
 from formwork.schemas.registry import load_schema
 from formwork.tasks.calls import ExtractOptions, Outcome
+from formwork.tasks.engines.base import Completion
 from formwork.tasks.grounding.anchors import anchored_reference, latest_stated_day
 from formwork.tasks.grounding.values import record_values
 from formwork.tasks.grounding.yearless import yearless_readings
 from formwork.tasks.long.parts import Part
 from formwork.tasks.long.partwise import extract_long
 from formwork.tasks.long.plan import Plan
+from formwork.tasks.long.read import units_to_read, whole_meta
 from formwork.tasks.long.units import find_units
-from formwork.tasks.validate import Verdict
+from formwork.tasks.validate import Verdict, judge
 
 MAY_31 = date(2024, 5, 31)
 
@@ -101,3 +104,28 @@ def test_each_part_of_a_statement_read_in_parts_is_read_against_its_header() -> 
         assert [anchored_reference(m, "reference_date")[0] for m in seen] == [day, day]
     prose = "Paid the plumber on 31.05.2024. The parts came yesterday."  # no list: no header to read
     assert find_units(prose).reading_meta(None, prose, "reference_date") is None
+
+
+def test_a_short_statement_read_whole_is_read_against_its_header_as_its_units_would_be() -> None:
+    """Three `02.05.` lines are too few to read item by item: read whole, a perfect answer's days pass
+    against the header's closing day, where against no reference they could not be read at all."""
+    text = (
+        "Kontoauszug 5/2024\nneuer Kontostand vom 31.05.2024   3.626,56 H\n\n"
+        "02.05.  02.05.  Kartenzahlung girocard   45,90 S\n                REWE Markt\n"
+        "03.05.  03.05.  Lastschrift              89,00 S\n                Stadtwerke\n"
+    )
+    schema, options = load_schema("examples/gold/long/statement.schema.json"), ExtractOptions()
+    assert units_to_read(text, schema, options) is None, "read whole"
+    meta = whole_meta(text, schema, options, None)
+    assert anchored_reference(meta, "reference_date")[0] == MAY_31
+    answer = {"holder": None, "currency": "EUR", "total": None, "expenses": [
+        {"date": "2024-05-02", "description": "REWE Markt", "amount": 45.90},
+        {"date": "2024-05-03", "description": "Stadtwerke", "amount": 89.00},
+    ]}  # fmt: skip
+    shown = json.dumps(answer)
+    done = Completion(shown, "stop", 1, 1, 0.0, "perfect", ((shown, 0.0),))
+    notes = Completion("", "stop", 1, 1, 0.0, "perfect")
+    assert judge(schema, text, notes, done, meta=meta).data["expenses"][0]["date"] == "2024-05-02"
+    assert judge(schema, text, notes, done, meta=None).data["expenses"][0]["date"] is None
+    expense, note = load_schema("expense"), "Paid the plumber 31.05.2024, parts came 02.05."
+    assert whole_meta(note, expense, options, None) is None, "a schema with no list keeps the record's"

@@ -45,6 +45,17 @@ def units_to_read(text: str, schema: Schema, options: ExtractOptions) -> Layout 
     return layout.limited(options.max_parts * UNITS_PER_PART)
 
 
+def whole_meta(
+    text: str, schema: Schema, options: ExtractOptions, meta: dict[str, Any] | None
+) -> dict[str, Any] | None:
+    """The meta a list read whole is read with, as its units would be (`Layout.reading_meta`): a short
+    statement's `02/05` lines against its closing day where the record gives no reference date, else
+    no date at all. A schema with no list, and a text that shows none, keep the record's meta."""
+    if not roles_of(schema).items:
+        return meta
+    return find_units(text).reading_meta(meta, text, options.reference_date_field)
+
+
 def read_long(
     record_id: int, text: str, schema: Schema, engines: tuple[Engine, Engine], options: ExtractOptions,
     per_record: PerRecord, meta: dict[str, Any] | None, outcome: Outcome,
