@@ -65,22 +65,39 @@ def shown_first(example: Example, messages: list[Message]) -> list[Message]:
 
 
 def not_again(grammar: dict[str, Any], first: Verdict) -> dict[str, Any]:
-    """`grammar` (grounded: each field an enum of its candidates) without the values the judge refused
-    in the `first` reading, where the field keeps another candidate or null to choose."""
-    refused: dict[str, list[Any]] = {}
-    for row in first.values:
-        if row["verdict"] == "refused" and row["value"] is not None:
-            refused.setdefault(INDEX.sub("", row["path"]), []).append(row["value"])
+    """`grammar` (grounded: each field an enum of its candidates) without what the `first` reading
+    shows a field is not: the values the judge refused there, and the values its sibling fields kept
+    (one number backs one field: offered neither 3 from `３パック` nor the line's price, the 1.5B
+    gave the price as the count), where the field keeps another candidate or null to choose."""
+    refused = {path for path, _ in _rows(first, "refused")}
     if not refused:
         return grammar
+    taken: dict[str, set[tuple[type, Any]]] = {}
+    for path in refused:
+        siblings = [value for other, value in _rows(first, "passed") if _parent(other) == _parent(path)]
+        wrong = [value for other, value in _rows(first, "refused") if other == path]
+        taken[path] = {(type(value), value) for value in [*wrong, *siblings]}
     narrowed = copy.deepcopy(grammar)
     for pointer, node in walk(narrowed):
         keys = pointer.split("/")
         path = ".".join(name for key, name in itertools.pairwise(keys) if key == "properties")
-        if path in refused and "enum" in node:
-            left = [v for v in node["enum"] if (type(v), v) not in {(type(r), r) for r in refused[path]}]
+        if path in taken and "enum" in node:
+            left = [value for value in node["enum"] if (type(value), value) not in taken[path]]
             node["enum"] = left or node["enum"]
     return narrowed
+
+
+def _rows(verdict: Verdict, judged: str) -> list[tuple[str, Any]]:
+    """The values of `verdict` the judge judged so (passed, refused), each with its path, no index."""
+    return [
+        (INDEX.sub("", row["path"]), row["value"])
+        for row in verdict.values
+        if row["verdict"] == judged and row["value"] is not None
+    ]
+
+
+def _parent(path: str) -> str:
+    return path.rpartition(".")[0]
 
 
 def _item(outcome: Outcome, name: str) -> bool:
