@@ -164,6 +164,7 @@ def _receipt_line(text: str, item: dict) -> dict:
     verdict = _judge(RECEIPT_LONG, text, row)
     return {
         "quantity": verdict.data["items"][0]["quantity"],
+        "amount": verdict.data["items"][0]["amount"],
         "status": verdict.status,
         "errors": verdict.errors,
     }
@@ -207,6 +208,27 @@ def test_a_count_written_only_as_part_of_a_word_is_no_count() -> None:
         ("たまご 10個 ¥258", {"description": "たまご", "quantity": 10, "amount": 258}),
         ("BANANAS 0.915kg @ £0.73/kg £0.67", {"description": "BANANAS", "quantity": 0.915, "amount": 0.67}),
     ]:
+        assert _receipt_line(text, item)["quantity"] == item["quantity"], text
+
+
+def test_a_count_that_is_the_lines_price_is_no_count() -> None:
+    """Offered neither 3 (from ３パック) nor anything else, the 1.5B gave a line's price as its count:
+    298 tubs of miso, 1.15 pints of milk. A number a currency touches is a price, never a count."""
+    for text, item in [
+        ("味噌　750g　　　　　¥２９８※", {"description": "味噌　750g", "quantity": 298, "amount": 298}),
+        ("SAINSBURYS BASICS MILK 2PT     £1.15", {"description": "SAINSBURYS BASICS MILK 2PT",
+                                                 "quantity": 1.15, "amount": 1.15}),
+        ("Taxi 12€", {"description": "Taxi", "quantity": 12, "amount": 12}),
+    ]:  # fmt: skip
+        refused = _receipt_line(text, item)
+        assert refused["quantity"] is None and refused["amount"] == item["amount"], refused
+        assert refused["status"] == "partial" and any("not a count" in e for e in refused["errors"])
+    for text, item in [
+        ("CATHEDRAL CITY 350G   £5.50\n  2 @ £2.75", {"description": "CATHEDRAL CITY 350G", "quantity": 2,
+                                                      "amount": 5.5}),
+        ("Cable ties 100 pack 2 12.00 USD", {"description": "Cable ties 100 pack", "quantity": 2,
+                                             "amount": 12}),
+    ]:  # fmt: skip
         assert _receipt_line(text, item)["quantity"] == item["quantity"], text
 
 
