@@ -177,9 +177,7 @@ def _perfect(way: str, schema: Schema, row: dict[str, Any], engines: Any, option
             names.insert(0, "the header text")
         return merge(schema, roles, text, pieces, names).verdict, len(layout.units), len(pieces)
     plan = plan_parts(text, schema, engines, options)
-    each = meta  # one part is read whole, by the record's own reading; more, each against the header
-    if len(plan.parts) > 1:
-        each = find_units(text).reading_meta(meta, text, options.reference_date_field)
+    each = find_units(text).reading_meta(meta, text, options.reference_date_field)  # a part, or the whole
     judged = [(p, perfect_piece(schema, part_schema(schema), p.text(text), gold, each)) for p in plan.parts]
     return merge(schema, roles, text, judged).verdict, len(judged), len(judged)
 
