@@ -60,7 +60,8 @@ def word_parts(evidence: list[Evidence], text: str) -> dict[str, str]:
     found = {}
     for proof in evidence:
         counted = COUNT_KEY.match(field_key(proof.path)) and isinstance(proof.value, int | float)
-        apart = [glued(text, span) or priced(text, span) for span in proof.spans]
-        if counted and proof.grounded and proof.spans and all(apart):
+        if not (counted and proof.grounded and proof.spans):
+            continue
+        if all(glued(text, span) or priced(text, span) for span in proof.spans):
             found[proof.path] = word_at(text, proof.spans[0])
     return found

@@ -20,16 +20,14 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from formwork.schemas.walk import walk
 from formwork.tasks.calls import Outcome
+from formwork.tasks.confidence.readings import field_key
 from formwork.tasks.engines.base import Message
 from formwork.tasks.validate import Verdict
-
-INDEX = re.compile(r"\[\d+\]")
 
 
 @dataclass(frozen=True)
@@ -69,35 +67,38 @@ def not_again(grammar: dict[str, Any], first: Verdict) -> dict[str, Any]:
     shows a field is not: the values the judge refused there, and the values its sibling fields kept
     (one number backs one field: offered neither 3 from `３パック` nor the line's price, the 1.5B
     gave the price as the count), where the field keeps another candidate or null to choose."""
-    refused = {path for path, _ in _rows(first, "refused")}
-    if not refused:
+    rows = [(field_key(row["path"]), row) for row in first.values if row["value"] is not None]
+    taken: dict[str, set[tuple[type, Any]]] = {
+        field: set() for field, row in rows if row["verdict"] == "refused"
+    }
+    for field, row in rows:
+        for wrong in taken:
+            if field == wrong or (row["verdict"] == "passed" and _parent(field) == _parent(wrong)):
+                taken[wrong].add((type(row["value"]), row["value"]))
+    if not taken:
         return grammar
-    taken: dict[str, set[tuple[type, Any]]] = {}
-    for path in refused:
-        siblings = [value for other, value in _rows(first, "passed") if _parent(other) == _parent(path)]
-        wrong = [value for other, value in _rows(first, "refused") if other == path]
-        taken[path] = {(type(value), value) for value in [*wrong, *siblings]}
     narrowed = copy.deepcopy(grammar)
     for pointer, node in walk(narrowed):
-        keys = pointer.split("/")
-        path = ".".join(name for key, name in itertools.pairwise(keys) if key == "properties")
-        if path in taken and "enum" in node:
-            left = [value for value in node["enum"] if (type(value), value) not in taken[path]]
+        if (field := _field_at(pointer)) in taken and "enum" in node:
+            left = [value for value in node["enum"] if (type(value), value) not in taken[field]]
             node["enum"] = left or node["enum"]
     return narrowed
 
 
-def _rows(verdict: Verdict, judged: str) -> list[tuple[str, Any]]:
-    """The values of `verdict` the judge judged so (passed, refused), each with its path, no index."""
-    return [
-        (INDEX.sub("", row["path"]), row["value"])
-        for row in verdict.values
-        if row["verdict"] == judged and row["value"] is not None
-    ]
+def _field_at(pointer: str) -> str:
+    """The field a grammar node at JSON `pointer` holds, as `field_key` writes it: `/properties/items/
+    items/properties/amount` is `items[].amount` (an `anyOf` branch is the same field)."""
+    keys, field = pointer.split("/"), ""
+    for key, name in itertools.pairwise(keys):
+        if key == "properties":
+            field += f".{name}" if field else name
+        elif name == "items" and key != "properties":
+            field += "[]"
+    return field
 
 
-def _parent(path: str) -> str:
-    return path.rpartition(".")[0]
+def _parent(field: str) -> str:
+    return field.rpartition(".")[0]
 
 
 def _item(outcome: Outcome, name: str) -> bool:
