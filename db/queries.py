@@ -189,14 +189,15 @@ def result_rows(
 
 def earlier_rows(session: Session, record_ids: list[int], schema_name: str, version: int
                  ) -> dict[int, dict[str, Any]]:  # fmt: skip
-    """The stored result of each record (its data and trust) with the model that wrote it: what an
-    escalation's stronger reader adds to (tasks.escalation.combine)."""
+    """The stored result of each record (its data, trust and evidence) with the model that wrote it:
+    what an escalation's stronger reader adds to (tasks.escalation.combine)."""
     found = session.execute(
-        select(Result.record_id, Result.data, Result.trust, Run.formatting_model)
+        select(Result.record_id, Result.data, Result.trust, Result.evidence, Run.formatting_model)
         .join(Run, Run.id == Result.run_id)
         .where(Result.record_id.in_(record_ids), Result.schema_name == schema_name,
                Result.schema_version == version)
     ).all()  # fmt: skip
     return {
-        record: {"data": data, "trust": trust or [], "model": model} for record, data, trust, model in found
+        record: {"data": data, "trust": trust or [], "evidence": evidence or [], "model": model}
+        for record, data, trust, evidence, model in found
     }

@@ -61,15 +61,6 @@ def test_the_stronger_models_certified_values_fill_what_the_first_left_unsure() 
     assert by_path == {"who": "large", "amount": "small", "category": "large"}
 
 
-def test_where_both_models_certify_different_values_the_stronger_ones_wins_and_says_why() -> None:
-    first = _first(("Maria", 0.95), (42.8, 0.99))
-    second = _second(("Maria", 0.95), (3, 0.99))
-    row = combine(SCHEMA, first, "small", second, "large")
-    amount = next(t for t in row.trust if t["path"] == "amount")
-    assert row.data["amount"] == 3 and amount["certified_by"] == "large"
-    assert "large's wins over small's 42.8" in amount["why"]
-
-
 def test_a_value_neither_model_certifies_stays_unsure() -> None:
     first = _first(("Maria", 0.5), (42.8, 0.99))
     second = _second(("Maria", 0.6), (42.8, 0.99))
