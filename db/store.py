@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import and_, insert, or_, select
@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from formwork.db.claims import release_held
 from formwork.db.clean import clean_text, storable
-from formwork.db.models import ModelCall, Record, Result, Run, RunResult, utcnow
+from formwork.db.models import ModelCall, Record, Result, RetryEntry, Run, RunResult, utcnow
 from formwork.db.queue import record_failure, record_success, release_worker
 from formwork.db.session import upsert_insert
 from formwork.schemas.registry import Schema
@@ -67,28 +67,36 @@ class QueuePolicy:
     # the fields the stronger reader's calibration certifies; None where that is known only once it reads
     escalate_fields: tuple[str, ...] | None = None
 
-    def wants(self, outcome: Outcome) -> str | None:
+    def wants(self, outcome: Outcome, tries: int = 0) -> str | None:
         """What the outcome waits for in the queue: `retry` (the same reader again: a failed row, or a
-        partial one with `include_partial`), `escalation` (a row held back only by its values'
-        thresholds, one of which the stronger reader named can certify), or None. A row only a stronger
-        reader could change never waits for the same one: greedy, it would answer the same; nor for a
-        stronger one that certifies none of the fields it left unsure: it could change nothing."""
+        partial one with `include_partial`), `escalation` (the stronger reader named, where it certifies
+        a field the row left unsure or whose value the judge refused), or None. `tries`: how often the
+        same reader has read it from the queue already (its entry's attempts).
+
+        A row held back only by its values' thresholds never waits for the same reader: greedy, it would
+        answer the same. A row whose values the judge refused (not in the text) waits for the same
+        reader while a retry, told what was refused, may mend it; where no retry is coming (a partial row
+        without `include_partial`) or the last one is spent, what the first reader cannot settle is what
+        the stronger one is for. None waits for a stronger reader that certifies none of those fields:
+        it could change nothing."""
         verdict = outcome.verdict
         if not outcome.queueable:
             return None
-        if verdict.status == "failed":
-            return "retry"
+        stronger = bool(self.escalate_to) and not self.escalating
         if verdict.unsure_only:
-            wanted = self.escalate_to and not self.escalating and self._reaches(outcome)
-            return "escalation" if wanted else None
-        return "retry" if verdict.status == "partial" and self.include_partial else None
+            unsure = {field_key(t["path"]) for t in verdict.trust or [] if not t.get("certified")}
+            return "escalation" if stronger and self._reaches(unsure) else None
+        again = verdict.status == "failed" or (verdict.status == "partial" and self.include_partial)
+        refused = {field_key(v["path"]) for v in verdict.values if v.get("verdict") == "refused"}
+        if stronger and refused and self._reaches(refused) and (not again or tries + 1 >= self.max_attempts):
+            return "escalation"
+        return "retry" if again else None
 
-    def _reaches(self, outcome: Outcome) -> bool:
-        """Whether the stronger reader certifies a field this row left unsure (unknown: assume it may)."""
+    def _reaches(self, fields: set[str]) -> bool:
+        """Whether the stronger reader certifies one of `fields` (unknown until it reads: assume it may)."""
         if self.escalate_fields is None:
             return True
-        unsure = {field_key(t["path"]) for t in outcome.verdict.trust or [] if not t.get("certified")}
-        return bool(unsure & set(self.escalate_fields))
+        return bool(fields & set(self.escalate_fields))
 
 
 def start_run(session: Session, schema: Schema | None = None, **fields: Any) -> int:
@@ -263,15 +271,38 @@ def save_outcomes(
             [rows[o.record_id] for o in mine],
         )
     succeeded = []
+    waiting = _waiting(session, schema, [o.record_id for o in mine if o.verdict.status != "ok"])
     for outcome in mine:
         kept_ok = stored.get(outcome.record_id) == "ok" and outcome.verdict.status == "failed"
-        kind = queue.wants(outcome)
+        tries, was, reader = waiting.get(outcome.record_id, (0, None, None))
+        policy = queue  # a retry's stronger reader is the one its first run named, if this run names none
+        if reader and not queue.escalate_to and not queue.escalating:
+            policy = replace(queue, escalate_to=reader, escalate_fields=None)
+        kind = policy.wants(outcome, tries)
         if kind and not kept_ok:
             error = clean_text("; ".join(outcome.verdict.errors) or outcome.verdict.status)
-            stronger = queue.escalate_to if kind == "escalation" else None
+            if kind == "escalation" and was not in (None, "escalation"):  # a new reader: its tries anew
+                record_success(session, [outcome.record_id], schema)
+            # a retry names the stronger reader too: where its tries are spent, it goes there
+            stronger = policy.escalate_to if kind == "escalation" or not policy.escalating else None
             record_failure(session, outcome.record_id, schema, error, max_attempts=queue.max_attempts,
                            kind=kind, escalate_to=stronger)  # fmt: skip
         else:
             succeeded.append(outcome.record_id)
     record_success(session, succeeded, schema)
     session.commit()
+
+
+def _waiting(
+    session: Session, schema: Schema, record_ids: list[int]
+) -> dict[int, tuple[int, str, str | None]]:
+    """The queue entry each record has under `schema`: (its attempts, its kind, its stronger reader)."""
+    if not record_ids:
+        return {}
+    found = session.execute(
+        select(RetryEntry.record_id, RetryEntry.attempts, RetryEntry.kind, RetryEntry.escalate_to).where(
+            RetryEntry.record_id.in_(record_ids), RetryEntry.schema_name == schema.name,
+            RetryEntry.schema_version == schema.version,
+        )
+    ).all()  # fmt: skip
+    return {record: (attempts, kind, reader) for record, attempts, kind, reader in found}

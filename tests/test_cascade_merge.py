@@ -145,3 +145,69 @@ def test_a_value_kept_from_the_first_reader_keeps_the_first_readers_evidence() -
     who = [r for r in row.evidence if r["path"] == "who"]
     assert who == [r for r in second.evidence if r["path"] == "who"] and who[0]["value"] == "Maria"
 
+
+def _refused() -> Outcome:
+    """A row whose `who` the judge refused (Bob is not in the text): partial, and no threshold's doing."""
+    bob = read(who=("Bob", 0.99), amount=(42.8, 0.99), category=("meals", 0.99))
+    verdict = decide(SCHEMA, {"one-pass": bob}, SURE, {}, False)
+    assert verdict.status == "partial" and not verdict.unsure_only
+    assert any(v["path"] == "who" and v["verdict"] == "refused" for v in verdict.values)
+    return Outcome(1, verdict, attempts=1)
+
+
+def test_a_row_whose_values_were_refused_goes_to_the_stronger_reader_once_the_first_cannot_mend_it() -> None:
+    from formwork.db.store import QueuePolicy
+
+    refused = _refused()
+    assert QueuePolicy(escalate_to="big").wants(refused) == "escalation"  # no retry is coming
+    assert QueuePolicy().wants(refused) is None  # no one to go to
+    assert QueuePolicy(escalate_to="big", escalating=True).wants(refused) is None  # it was the stronger one
+    certifies_amount = QueuePolicy(escalate_to="big", escalate_fields=("amount",))
+    assert certifies_amount.wants(refused) is None  # it certifies no field the judge refused
+    partial = QueuePolicy(include_partial=True, max_attempts=3, escalate_to="big")
+    assert [partial.wants(refused, tries) for tries in range(3)] == ["retry", "retry", "escalation"]
+    failed = Outcome(2, Verdict("failed", None, ["no JSON came back"]), attempts=1)
+    assert partial.wants(failed, 2) == "retry"  # nothing refused: the stronger reader is not for an outage
+
+
+def test_a_retried_row_whose_tries_are_spent_waits_for_the_stronger_reader_not_dead(any_db_url: str) -> None:
+    """The first run named the stronger reader; the worker retrying does not: the entry remembers it, and
+    the last try turns the entry into an escalation with its own tries, due at once, not a dead letter."""
+    from formwork.db.models import RetryEntry
+    from formwork.db.session import session_factory
+    from formwork.db.store import QueuePolicy, save_outcomes, start_run, store_records
+    from formwork.tasks.sources import InputRecord
+
+    with session_factory(any_db_url)() as session:
+        (record,) = store_records(session, "r.jsonl", [InputRecord("r1", "text", {})])
+        run = start_run(session, SCHEMA, flow="t", source="r.jsonl", engine="local", reasoning_model="m",
+                        formatting_model="m")  # fmt: skip
+        refused = _refused()
+        refused.record_id = record
+        named = QueuePolicy(include_partial=True, max_attempts=3, escalate_to="big@one-pass")
+        save_outcomes(session, run, SCHEMA, [refused], named)
+        entry = session.scalars(select(RetryEntry)).one()
+        assert (entry.kind, entry.state, entry.attempts, entry.escalate_to) == ("retry", "waiting", 1,
+                                                                                "big@one-pass")  # fmt: skip
+        for _ in range(2):  # `formwork retry` on a worker that names no stronger reader
+            save_outcomes(session, run, SCHEMA, [refused], QueuePolicy(include_partial=True, max_attempts=3))
+        session.expire_all()
+        entry = session.scalars(select(RetryEntry)).one()
+        assert (entry.kind, entry.state, entry.attempts, entry.escalate_to) == ("escalation", "waiting", 1,
+                                                                                "big@one-pass")  # fmt: skip
+
+
+def test_the_first_readers_stored_evidence_reaches_the_merge(any_db_url: str) -> None:
+    from formwork.db.queries import earlier_rows
+    from formwork.db.session import session_factory
+    from formwork.db.store import QueuePolicy, save_outcomes, start_run, store_records
+    from formwork.tasks.sources import InputRecord
+
+    first = _flat(("Maria", 0.5), (42.8, 0.99))
+    with session_factory(any_db_url)() as session:
+        (record,) = store_records(session, "r.jsonl", [InputRecord("r1", "text", {})])
+        run = start_run(session, SCHEMA, flow="t", source="r.jsonl", engine="local", reasoning_model="m",
+                        formatting_model="small")  # fmt: skip
+        save_outcomes(session, run, SCHEMA, [Outcome(record, first, attempts=1)], QueuePolicy())
+        stored = earlier_rows(session, [record], SCHEMA.name, SCHEMA.version)[record]
+    assert stored["model"] == "small" and stored["evidence"] == first.evidence
