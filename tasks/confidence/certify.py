@@ -37,9 +37,24 @@ THRESHOLDS = (0.9999, 0.9995, 0.999, 0.998, 0.995, 0.99, 0.98, 0.97, 0.95, 0.93,
               0.6, 0.5, 0.0)  # fmt: skip
 
 
+def counts_problem(correct: Any, kept: Any, level: Any = LEVEL) -> str | None:
+    """Why these are no counts a bound is computed from, or None: whole numbers with 0 <= correct <= kept,
+    a level strictly between 0 and 1. The beta quantile never returns for correct above kept (a shipped
+    file claiming 98 right of 97 hung every run), so nothing else reaches it."""
+    whole = all(isinstance(n, int) and not isinstance(n, bool) for n in (correct, kept))
+    if not whole or not 0 <= correct <= kept:
+        return f"{correct!r} right of {kept!r} kept are no counts (whole numbers, 0 <= right <= kept)"
+    if isinstance(level, bool) or not isinstance(level, int | float) or not 0.0 < level < 1.0:
+        return f"level {level!r} is no confidence level (a number between 0 and 1)"
+    return None
+
+
 def lower_bound(correct: int, kept: int, level: float = LEVEL) -> float:
     """One-sided Clopper-Pearson lower bound on a proportion: the p at which `correct` or more right out
-    of `kept` has probability 1 - level. 0 when nothing was kept or right."""
+    of `kept` has probability 1 - level. 0 when nothing was kept or right. Counts that are none
+    (`counts_problem`) raise ValueError: the quantile would never return."""
+    if (problem := counts_problem(correct, kept, level)) is not None:
+        raise ValueError(problem)
     if kept == 0 or correct == 0:
         return 0.0
     alpha = 1.0 - level

@@ -10,16 +10,22 @@ of its own: one made on the user's own gold overrides it.
 
 A file is checked before it is believed: every claim's bound is computed again from its own counts at
 its level, and each field's level must be its share of the file's level; a damaged or hand-edited file
-(a threshold with too few values behind it, a bound its counts do not reach) is refused, never applied.
+(a threshold with too few values behind it, a bound its counts do not reach, counts that are none:
+more right than kept) is refused, never applied. A refused file is said once, in one line, and left
+out: the other files still serve, and no run or `formwork models` listing stops on it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable
+from datetime import date
+from functools import cache
 from pathlib import Path
 from typing import Any
 
-from formwork.tasks.confidence.certify import FieldClaim, field_level, lower_bound
+from formwork.tasks.confidence.certify import FieldClaim, counts_problem, field_level, lower_bound
 from formwork.tasks.confidence.score import ScoreModel
 from formwork.tasks.evaluation.key import CalibrationKey
 
@@ -27,10 +33,12 @@ SHIPPED = Path(__file__).parent / "shipped"
 FIELDS = ("method", "threshold", "target", "level", "bound", "kept", "correct", "values_bound",
           "values_kept", "values_correct", "fields", "score_model", "gold_hash", "gold_size",
           "measured")  # fmt: skip
+log = logging.getLogger(__name__)
 
 
 class ShippedProblem(ValueError):
-    """A shipped calibration file cannot be read: a packaging bug, never skipped silently."""
+    """A shipped calibration file cannot be read or does not hold: a packaging bug, refused in one line
+    (never applied, never skipped silently)."""
 
 
 def read_shipped(path: Path) -> dict[str, Any]:
@@ -39,24 +47,42 @@ def read_shipped(path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ShippedProblem(f"{path}: not a readable calibration ({exc})") from exc
-    missing = [name for name in ("key", *FIELDS) if name not in data]
+    missing = [name for name in ("key", *FIELDS) if not isinstance(data, dict) or name not in data]
     if missing:
         raise ShippedProblem(f"{path}: a shipped calibration needs {', '.join(missing)}")
     try:
         CalibrationKey(**data["key"])
-    except TypeError as exc:
-        raise ShippedProblem(f"{path}: its key does not name a calibration key ({exc})") from exc
-    _check_claims(path, data)
+        date.fromisoformat(data["measured"][:10])
+    except (TypeError, ValueError) as exc:
+        raise ShippedProblem(f"{path}: its key or measuring day cannot be read ({exc})") from exc
+    try:
+        _check_claims(path, data)
+    except ShippedProblem:
+        raise
+    except (TypeError, ValueError, ArithmeticError) as exc:  # a number written as text, say
+        raise ShippedProblem(f"{path}: its numbers cannot be read ({exc!r})") from exc
     return data | {"file": path.name}
 
 
 def _check_claims(path: Path, data: dict[str, Any]) -> None:
-    """Refuse a file whose numbers do not certify what it states (see the module docstring)."""
+    """Refuse a file whose numbers do not certify what it states (see the module docstring). Its counts
+    are checked before any bound is computed from them."""
     try:
         claims = [FieldClaim.from_dict(claim) for claim in data["fields"].values()]
         ScoreModel.from_dict(data["score_model"])
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise ShippedProblem(f"{path}: its fields or score model cannot be read ({exc!r})") from exc
+    counts = [(f"field {c.field}", c.correct, c.kept, c.level) for c in claims]
+    counts += [("rows", data["correct"], data["kept"], data["level"])]
+    if data["values_kept"] is not None:
+        counts += [("values", data["values_correct"], data["values_kept"], data["level"])]
+    for name, correct, kept, level in counts:
+        if (problem := counts_problem(correct, kept, level)) is not None:
+            raise ShippedProblem(f"{path}: {name}: {problem}; it is refused, not applied")
+    for claim in claims:
+        if not isinstance(claim.values, int) or claim.kept > claim.values:
+            raise ShippedProblem(f"{path}: field {claim.field} keeps {claim.kept!r} of {claim.values!r} "
+                                 "values; it is refused, not applied")  # fmt: skip
     share = field_level(data["level"], len(claims))
     for claim in claims:
         if abs(claim.level - share) > 1e-9 or not claim.consistent():
@@ -72,19 +98,40 @@ def _check_claims(path: Path, data: dict[str, Any]) -> None:
                              f"{data['kept']} give ({rows:.4f}); it is refused, not applied")  # fmt: skip
 
 
+def shipped_files(
+    folder: Path | None = None, say: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
+    """Every shipped calibration that passes its checks (`read_shipped`); each damaged one is refused in
+    one line (to `say`, else the log) and left out, so one bad file neither stops a run nor takes the
+    others with it."""
+    found = []
+    for path in sorted((folder or SHIPPED).glob("*.json")):
+        try:
+            found.append(read_shipped(path))
+        except ShippedProblem as exc:
+            (say or _refused)("shipped calibration refused: " + " ".join(str(exc).split()))
+    return found
+
+
+@cache
+def _refused(problem: str) -> None:
+    """Say a refused file once per process: a run looks its calibration up for every chunk."""
+    log.warning("%s", problem)
+
+
 def find_shipped(key: CalibrationKey, folder: Path | None = None) -> dict[str, Any] | None:
     """The newest shipped calibration whose whole key is `key`, if any."""
-    found = [read_shipped(path) for path in sorted((folder or SHIPPED).glob("*.json"))]
-    matching = [data for data in found if data["key"] == key.as_dict()]
+    matching = [data for data in shipped_files(folder) if data["key"] == key.as_dict()]
     return max(matching, key=lambda data: (data["measured"], data["file"]), default=None)
 
 
-def shipped_for(model: str, folder: Path | None = None) -> list[str]:
+def shipped_for(
+    model: str, folder: Path | None = None, say: Callable[[str], None] | None = None
+) -> list[str]:
     """What each shipped calibration of `model` certifies, one line each: `formwork models` shows it, so
     a user choosing a model (or a stronger one to escalate to) sees which ones earn a guarantee here."""
     lines = []
-    for path in sorted((folder or SHIPPED).glob("*.json")):
-        data = read_shipped(path)
+    for data in shipped_files(folder, say):
         key = data["key"]
         if key["model"] != model:
             continue
