@@ -231,3 +231,25 @@ def test_doctor_shows_the_model_its_hash_and_whether_it_is_installed(tiny, monke
     monkeypatch.setenv("FORMWORK_LOCAL_MODEL", "smollm2-135m")
     check = next(c for c in diagnose("sqlite:///:memory:") if c.name == "model")
     assert check.state == "ok" and CATALOGUE["smollm2-135m"].sha256 in check.found
+
+
+def test_a_model_file_changed_after_its_install_is_refused_by_a_run_and_by_doctor(tiny, monkeypatch) -> None:
+    """One bit flipped in an installed file: the size holds, the sha256 does not. A run would read it as
+    another model and lose its shipped calibration without a word; it is refused, saying how to mend."""
+    model, _, _ = tiny
+    assert CliRunner().invoke(app, ["models", "install", model.name]).exit_code == 0
+    path = model_file(model)
+    body = bytearray(path.read_bytes())
+    body[100] ^= 1
+    path.write_bytes(bytes(body))
+    with pytest.raises(ModelUnavailable, match=rf"changed since its install.*install {model.name} --force"):
+        installed_path(model.name)
+    monkeypatch.setenv("FORMWORK_LOCAL_MODEL", model.name)
+    check = next(c for c in diagnose("sqlite:///:memory:") if c.name == "model")
+    assert check.state == "FAIL" and "changed since its install" in check.found
+    assert check.fix == f"run formwork models install {model.name} --force"
+    path.write_bytes(bytes(body[:-1]))  # a shorter file: the listing sees it without hashing
+    monkeypatch.setenv("COLUMNS", "600")
+    assert "damaged" in CliRunner().invoke(app, ["models"]).output
+    assert CliRunner().invoke(app, ["models", "install", model.name, "--force"]).exit_code == 0
+    assert installed_path(model.name) == path and path.read_bytes() == b"".join(PARTS)

@@ -107,8 +107,9 @@ def _database_checks(url: str) -> list[Check]:
 
 def _model(settings: Settings) -> Check:
     """Which GGUF the embedded engine loads, its sha256 and whether it is installed. A catalogue model's
-    hash is the catalogue's (the installer verified it); any other file's is computed here."""
-    from formwork.tasks.engines.models import BUNDLED, CATALOGUE, is_installed, model_file
+    file is hashed again and must still be the catalogue's (one changed after its install would read
+    as another model, its shipped calibration lost); any other file's hash is computed here."""
+    from formwork.tasks.engines.models import BUNDLED, CATALOGUE, changed, is_installed, model_file, reinstall
 
     if settings.local_model_path:
         path = settings.local_model_path
@@ -123,7 +124,9 @@ def _model(settings: Settings) -> Check:
     if not is_installed(model):
         fix = "reinstall Formwork (make install)" if model.bundled else f"run formwork models install {name}"
         return Check("model", "FAIL", f"{name}: not installed", fix)
-    found = f"{name} ({model.title}), installed at {model_file(model)}; sha256 {model.sha256}"
+    if (why := changed(model, model_file(model))) is not None:
+        return Check("model", "FAIL", f"{name} changed since its install: {why}", reinstall(model))
+    found = f"{name} ({model.title}), installed at {model_file(model)}; sha256 {model.sha256} (checked)"
     return Check("model", "ok", found)
 
 

