@@ -10,6 +10,15 @@ chat sampling in the formatting call) and the pipeline's version (`pipeline`: th
 readers that decide which values are offered and accepted; a calibration stored by an older build no
 longer applies after an upgrade that changes them). A run, an eval and a shipped calibration all
 build their key here, so they cannot disagree on what a match is.
+
+The readers' part of `pipeline` is bumped by hand (tasks.grounding.candidates.READERS_VERSION), so the
+judge is versioned apart too: `JUDGE_VERDICTS` holds, per readers' version, the fingerprint of the
+judge's verdicts on each gold set (tasks.evaluation.judge_verdicts), and tests/test_judge_version.py
+recomputes this build's, so verdicts that change without a bump fail it. A shipped calibration names
+the pipeline and verdicts it was measured with (`measured_with`): after a bump it is keyed to the new
+pipeline only where the judge gives its gold the very verdicts it was measured with (the same test
+checks that), so a bump neither leaves it applying to readers that judge its gold otherwise nor
+throws away a measurement the change did not touch.
 """
 
 from __future__ import annotations
@@ -30,6 +39,16 @@ from formwork.tasks.modes import SINGLE, single_pass_messages
 from formwork.tasks.prompts import formatting_messages, reasoning_messages
 from formwork.tasks.settings import Settings, escalation_overrides
 
+# Per readers' version, each gold set's verdicts fingerprint (the module docstring); record a new version's
+# with tasks.evaluation.judge_verdicts.fingerprints(Path("examples/gold")).
+JUDGE_VERDICTS: dict[int, dict[str, str]] = {
+    3: {"chat_tag": "011f0a84a5425933", "contact": "7cb0abce77171b05", "expense": "097997bbed4b51e9",
+        "long/receipt": "8822cf0c49fd8655", "long/statement": "fe39f943f9760239",
+        "long/thread_contacts": "7c7d3ae64f09edb2", "shopping_list": "05d177a379be142f"},  # as at 1c023ba
+    4: {"chat_tag": "011f0a84a5425933", "contact": "7cb0abce77171b05", "expense": "097997bbed4b51e9",
+        "long/receipt": "d6e3bff24a6b2d19", "long/statement": "f36ad5b8a0c52568",
+        "long/thread_contacts": "7c7d3ae64f09edb2", "shopping_list": "05d177a379be142f"},
+}  # fmt: skip
 SAMPLED = ("reasoning_temperature", "reasoning_repetition_penalty", "reasoning_max_tokens",
            "format_max_tokens", "max_attempts", "preset", "allow_chat_in_constrained")  # fmt: skip
 
