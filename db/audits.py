@@ -6,10 +6,13 @@ only beside what that run stored for those records, so each row is matched to it
 (the run's own history, `run_results`, which later runs never change) before anything is checked or
 calibrated. Several files may be read together (a second audit of the same run, or of a later run
 of the same key): a record audited twice counts once, and twice with different answers is refused.
+A field marked "wrong" with the run's own value as the right one is counted neither way, and said
+(tasks.evaluation.audit.unsettled).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -21,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from formwork.db.models import Record, Run, RunResult
 from formwork.schemas.registry import Schema, SchemaProblem, schema_from_body
-from formwork.tasks.evaluation.audit import Audited
+from formwork.tasks.evaluation.audit import Audited, unsettled
 from formwork.tasks.evaluation.gold import GoldProblem, load_gold
 from formwork.tasks.evaluation.key import CalibrationKey
 
@@ -70,6 +73,15 @@ def run_schema(run: Run) -> Schema:
         raise AuditProblem(f"run {run.id} stored no usable schema body ({exc})") from exc
 
 
+def database_identity(session: Session, run: Run) -> str:
+    """A stamp of this database and this run, the same each time the page is written: the first run's and
+    this run's start times (to the microsecond). Another database's run of the same number, sample and
+    records has other times, so the page keys its saved answers apart (flows.audit)."""
+    first = session.scalars(select(Run.started_at).order_by(Run.id).limit(1)).one()
+    stamp = f"{first.isoformat()}|{run.id}|{run.started_at.isoformat()}"
+    return hashlib.sha256(stamp.encode()).hexdigest()[:32]
+
+
 def run_key(run: Run) -> CalibrationKey:
     """The calibration key the run was made under, as it recorded it (flows.runner)."""
     key = (run.confidence or {}).get("key")
@@ -87,6 +99,7 @@ class AuditSet:
     schema: Schema
     rows: list[Audited]
     seeds: list[Any]
+    warnings: list[str]
 
 
 def _first_meta(path: Path) -> dict[str, Any]:
@@ -119,6 +132,7 @@ def read_audits(session: Session, paths: Sequence[Path]) -> AuditSet:
                            "audit calibrates one key, so pass the files of one key at a time")  # fmt: skip
     rows: dict[tuple[int, int], Audited] = {}
     seeds: list[Any] = []
+    warnings: list[str] = []
     for path, run in zip(paths, runs, strict=True):
         try:
             golds = load_gold(path, schema, complete=True)
@@ -132,9 +146,16 @@ def read_audits(session: Session, paths: Sequence[Path]) -> AuditSet:
                 raise AuditProblem(f"{path}: record {gold.id!r} is not one of run {run.id}'s records "
                                    "(an audit file holds one run's, as the page wrote it)")  # fmt: skip
             row = stored[gold.meta["record_id"]]
-            audited = Audited(gold.id, row.status, row.trust, gold.gold)
+            marks = gold.meta.get("audited")
+            marks = marks if isinstance(marks, dict) else {}
+            contradicted = unsettled(schema, row.data, row.trust, gold.gold, marks)
+            warnings += [f"{path}: record {gold.id!r} marks {name} wrong and gives the value the run read as "
+                         "the right one: counted neither right nor a correction (audit it again: r if the "
+                         "run's value is right, else the right value, or n)"
+                         for name in contradicted]  # fmt: skip
+            audited = Audited(gold.id, row.status, row.trust, gold.gold, tuple(contradicted))
             earlier = rows.setdefault((run.id, row.record_id), audited)
             if earlier.gold != audited.gold:
                 raise AuditProblem(f"{path}: record {gold.id!r} of run {run.id} was audited before with "
                                    "other answers; keep one of the two")  # fmt: skip
-    return AuditSet(runs, schema, list(rows.values()), seeds)
+    return AuditSet(runs, schema, list(rows.values()), seeds, warnings)

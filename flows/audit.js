@@ -6,7 +6,9 @@ const kinds = Object.fromEntries(data.fields.map(f => [f.name, f]));
 const sections = Array.from(document.querySelectorAll('section.rec'));
 const boxes = Array.from(document.querySelectorAll('#strip .box'));
 const total = data.records.length;
-const storeKey = `formwork-audit:run-${data.run}:seed-${data.seed}:${data.records.map(r => r.record_id).join(',')}`;
+// The page's own key (flows/audit.py: the database and every text and value shown): answers given on
+// another database's page of the same run number, seed and records never come back here.
+const storeKey = `formwork-audit:${data.page}`;
 // A file: page's local storage is left undefined by the standard (MDN), and a browser may lose it on a
 // reload; the tab's session storage keeps a copy that a reload keeps, local storage one a closed tab keeps.
 const AREAS = ['localStorage', 'sessionStorage'];
@@ -105,6 +107,18 @@ function parse(name, text) {
   if (kind === 'json') return JSON.parse(t);
   return t;
 }
+// Whether a typed right value is the value the run read: "wrong" with the run's own value would be
+// counted right (`formwork audit check` ignores it, warning), so the page refuses it. Strings as the
+// text rule compares them (Unicode NFKC, spaces, case); numbers as numbers; lists and objects as JSON.
+function canonical(value) {
+  if (typeof value === 'string') return 's' + value.normalize('NFKC').replace(/\s+/g, ' ').trim().toLowerCase();
+  if (Array.isArray(value)) return '[' + value.map(canonical).join(',') + ']';
+  if (value && typeof value === 'object') {
+    const keys = Object.keys(value).sort();
+    return '{' + keys.map(k => JSON.stringify(k) + ':' + canonical(value[k])).join(',') + '}';
+  }
+  return JSON.stringify(value);
+}
 function startEdit() {
   const name = fields[at], cell = sections[rec].querySelector(`tr[data-f="${CSS.escape(name)}"] td.ans`);
   const input = document.createElement('input');
@@ -131,6 +145,10 @@ function endEdit(keep) {
   if (!keep) { editing = null; paintAnswer(rec, name); return; }
   try {
     const value = parse(name, input.value);
+    if (canonical(value) === canonical(data.records[rec].values[name])) {
+      throw new Error('that is the value the run read: Esc, then r if it is right; else type the right '
+        + 'value (Esc, then n, for none in the text)');
+    }
     editing = null;
     answer('wrong', value);
   } catch (e) {

@@ -2,92 +2,41 @@
 
 One self-contained HTML file (inline CSS and JavaScript from audit.css and audit.js beside this
 module, nothing fetched): one record at a time, its text with each value's evidence highlighted as on
-the review page, and per field of the schema the value the run read (nulls included), what the run
-did with it (certified ✓, kept unchecked, dropped and why: a dropped value never has a ✓) and the
-person's answer. Keys: r right, w wrong (type the right value), n none in the text, arrows to move;
-answers live in the browser's local storage, so a reload loses nothing. Export writes
-`audit-run-N.jsonl`: one gold row per finished record, every field named, with the run, the record
-and the seed in `meta` (db.audits reads it back; `formwork eval` can read it as gold too).
+the review page, and per field of the schema the value the run read (nulls included) and the
+person's answer. Keys: r right, w wrong (type the right value), n none in the text, arrows to move.
+Export writes `audit-run-N.jsonl`: one gold row per finished record, every field named, with the run,
+the record and the seed in `meta` (db.audits reads it back; `formwork eval` can read it as gold too).
 
-The value shown for a field is what the run read there, before any drop: a dropped value is what the
-reading said and the row set to null, and whether it was right is exactly what an audit measures.
+The audit is blind: what the run did with a value (certified, kept, dropped) and the row's status are
+not on the page, so a ✓ cannot lean a person toward "right"; `formwork audit check` sets the answers
+beside them. The value shown is what the run read, before any drop (tasks.evaluation.audit.read_value).
+
+Answers live in the browser's storage, so a reload loses nothing, under a key made of this database's
+identity (db.audits.database_identity) and everything the page shows: answers come back only to the
+very same page, never to another database's run that happens to share its number, seed and records.
 Every text is escaped; the records' data travel as JSON with `<`, `>` and `&` escaped.
 """
 
 from __future__ import annotations
 
-import copy
+import hashlib
 import html
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from formwork.db.audits import AuditProblem, StoredRow, run_rows, run_schema
+from formwork.db.audits import AuditProblem, StoredRow, database_identity, run_rows, run_schema
 from formwork.db.calibrations import statement
 from formwork.db.models import Run, RunResult
 from formwork.flows.review import colours, field_name, highlighted
-from formwork.schemas.paths import parse_path
 from formwork.schemas.registry import Schema
 from formwork.tasks.confidence.certify import LEVEL, TARGET
-from formwork.tasks.evaluation.audit import needed, sample
-from formwork.tasks.evaluation.certified import kept_value
+from formwork.tasks.evaluation.audit import needed, read_value, sample
 
 HERE = Path(__file__).parent
-
-
-@dataclass(frozen=True)
-class Shown:
-    """One field of one record as the page shows it."""
-
-    name: str
-    value: Any  # what the run read (a dropped value included)
-    kind: str  # certified, kept, dropped, unsure, failed, none
-    words: str
-
-
-def _put(root: dict[str, Any], path: str, value: Any) -> None:
-    """Set `value` at `path` inside `root`, where the containers on the way exist."""
-    *parents, last = parse_path(path)
-    node: Any = root
-    for part in parents:
-        node = node[part] if _holds(node, part) else None
-    if isinstance(node, dict) or _holds(node, last):
-        node[last] = value
-
-
-def _holds(node: Any, part: str | int) -> bool:
-    if isinstance(node, list):
-        return isinstance(part, int) and part < len(node)
-    return isinstance(node, dict) and part in node
-
-
-def shown_field(row: StoredRow, name: str) -> Shown:
-    """What the run read for field `name` of `row`, and what it did with it."""
-    entries = [e for e in row.trust if e["path"] == name or e["path"].startswith((f"{name}.", f"{name}["))]
-    root = {name: copy.deepcopy((row.data or {}).get(name))}
-    dropped = [e for e in entries if e.get("dropped") and kept_value(e) is not None]
-    for entry in dropped:
-        _put(root, entry["path"], kept_value(entry))
-    value = root[name]
-    if row.status == "failed":
-        return Shown(name, value, "failed", "failed row: nothing kept")
-    if not entries:
-        return Shown(name, value, "none", "no reading gave it")
-    if dropped:
-        return Shown(name, value, "dropped", f"dropped: {dropped[0].get('why') or 'not certified'}")
-    if all(e.get("certified") for e in entries):
-        return Shown(name, value, "certified", "certified")
-    why = next((e.get("why") for e in entries if not e.get("certified") and e.get("why")), "")
-    if any(e.get("dropped") for e in entries):  # a null the policy did not keep: the field is unsure
-        return Shown(name, value, "unsure", f"null, unsure{f': {why}' if why else ''}")
-    return Shown(name, value, "kept", why if why.startswith("kept") else f"kept, not certified: {why}")
-
-
-MARKS = {"certified": "✓", "dropped": "✗", "failed": "✗", "kept": "·", "unsure": "?", "none": "·"}
 
 
 def _kind(node: dict[str, Any]) -> dict[str, Any]:
@@ -103,21 +52,19 @@ def _kind(node: dict[str, Any]) -> dict[str, Any]:
     return {"kind": "string"}
 
 
-def _record(index: int, total: int, row: StoredRow, fields: list[Shown], colour_of: dict[str, int]) -> str:
+def _record(index: int, total: int, row: StoredRow, values: dict[str, Any], colour_of: dict[str, int]) -> str:
     rows = "".join(
-        f'<tr class="frow" data-f="{html.escape(f.name)}"><th><span class="f{colour_of[f.name]}">'
-        f"{html.escape(f.name)}</span></th><td class=val>"
-        f"{html.escape(json.dumps(f.value, ensure_ascii=False))}</td>"
-        f'<td class="run {f.kind}">{MARKS[f.kind]} {html.escape(f.words)}</td><td class=ans></td></tr>'
-        for f in fields
+        f'<tr class="frow" data-f="{html.escape(name)}"><th><span class="f{colour_of[name]}">'
+        f"{html.escape(name)}</span></th><td class=val>"
+        f"{html.escape(json.dumps(value, ensure_ascii=False))}</td><td class=ans></td></tr>"
+        for name, value in values.items()
     )
-    status = html.escape(row.status)
     text = highlighted(row.text, row.evidence, colour_of)
     return (
         f'<section class="rec" data-i="{index}" hidden><header>record {index + 1} of {total} · '
-        f'<b>{html.escape(row.key)}</b> · <span class="st {status}">{status}</span></header>'
+        f"<b>{html.escape(row.key)}</b></header>"
         f'<div class="cols"><div class="text">{text}</div><table class="fields"><tr><th>field</th>'
-        "<th>the run read</th><th>what the run did</th><th>your answer</th></tr>"
+        "<th>the run read</th><th>your answer</th></tr>"
         f"{rows}</table></div></section>"
     )
 
@@ -151,23 +98,29 @@ def _note(run_id: int, schema: Schema, audited: int, applied: dict[str, Any] | N
     )
 
 
+def _page_key(database: str, data: dict[str, Any]) -> str:
+    """The key the page's answers are saved under: the database, and every text and value it shows."""
+    shown = json.dumps([database, data], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(shown.encode()).hexdigest()
+
+
 def render_audit(run_id: int, schema: Schema, rows: list[StoredRow], seed: int, of: int,
-                 applied: dict[str, Any] | None) -> str:  # fmt: skip
+                 applied: dict[str, Any] | None, database: str) -> str:  # fmt: skip
     """The whole page: `rows` are the sample (of `of` records), `applied` what the run stored of its
-    calibration (`runs.confidence`)."""
+    calibration (`runs.confidence`), `database` the database's identity (db.audits.database_identity)."""
     names = list(schema.properties)
     colour_of, palette = colours(names)
     colour_of |= {field_name(e["path"]): colour_of.get(e["path"].split(".")[0].split("[")[0], 0)
                   for row in rows for e in row.evidence}  # fmt: skip
-    shown = [[shown_field(row, name) for name in names] for row in rows]
+    shown = [{name: read_value(row.data, row.trust, name) for name in names} for row in rows]
     records = "".join(_record(i, len(rows), row, shown[i], colour_of) for i, row in enumerate(rows))
-    data = {
+    data: dict[str, Any] = {
         "run": run_id, "seed": seed,
         "fields": [{"name": n, **_kind(schema.properties[n])} for n in names],
         "records": [{"id": gid, "key": row.key, "record_id": row.record_id, "text": row.text,
-                     "values": {f.name: f.value for f in fields}}
-                    for gid, row, fields in zip(_ids(rows), rows, shown, strict=True)],
+                     "values": values} for gid, row, values in zip(_ids(rows), rows, shown, strict=True)],
     }  # fmt: skip
+    data["page"] = _page_key(database, data)
     title = f"Audit of run {run_id}"
     said = statement(applied) if applied else "no calibration (it ran with `calibration = false`)"
     note = _note(run_id, schema, len(rows), applied)
@@ -200,4 +153,5 @@ def audit_page(session: Session, run_id: int, size: int, seed: int) -> tuple[str
     if not ids:
         raise AuditProblem(f"run {run_id} stored no result yet: nothing to audit")
     rows = run_rows(session, run_id, sample(ids, size, seed))
-    return render_audit(run_id, run_schema(run), rows, seed, len(ids), run.confidence), len(rows)
+    database = database_identity(session, run)
+    return render_audit(run_id, run_schema(run), rows, seed, len(ids), run.confidence, database), len(rows)

@@ -163,3 +163,31 @@ def test_audit_files_that_do_not_match_their_run_are_refused(db_url: str, tmp_pa
     mixed = [files[0], _write(tmp_path / "c.jsonl", export(db_url, other_key))]
     refused = runner.invoke(app, ["audit", "calibrate", *map(str, mixed), "--db", db_url])
     assert refused.exit_code == 2 and "different keys" in _words(refused.output)
+
+
+def test_a_wrong_mark_whose_right_value_is_the_runs_own_counts_neither_way(
+    db_url: str, tmp_path: Path
+) -> None:
+    """`w` then Enter on a page before issue 54 stored "wrong" with the run's value as gold, which check
+    counted as right: such a field is left out of every count, and each is named in a warning."""
+    stored = store_run(db_url, 60, wrong=False)
+    rows = export(db_url, stored)
+    marks = {name: "right" for name in EXPENSE.properties}
+    said_wrong = [_flip_who(row, i) is not row for i, row in enumerate(rows)]  # 12 of the 48 certified
+    for row, wrong in zip(rows, said_wrong, strict=True):
+        row["meta"]["audited"] = marks | ({"who": "wrong"} if wrong else {})  # the gold stays the run's value
+    path = str(_write(tmp_path / "a.jsonl", rows))
+    checked = runner.invoke(app, ["audit", "check", path, "--db", db_url])
+    assert checked.exit_code == 0, checked.output
+    table, said = _table(checked.output), _words(checked.output)
+    assert table["who"][0] == "36/36" and table["who"][4] == "48/48", checked.output  # 12 counted neither way
+    assert table["date"][0] == "60/60" and table["date"][4] == "60/60"  # the rest of those rows still count
+    assert said.count("marks who wrong and gives the value the run read as the right one") == sum(said_wrong)
+    assert "record 'r-000' marks who wrong" in said and "counted neither right nor a correction" in said
+
+    preview = runner.invoke(app, ["audit", "calibrate", path, "--dry-run", "--db", db_url])
+    assert preview.exit_code == 0 and "counted neither right nor a correction" in _words(preview.output)
+    rows[0]["gold"]["who"] = "Someone Else"  # a real correction stays one
+    fixed = runner.invoke(app, ["audit", "check", str(_write(tmp_path / "b.jsonl", rows)), "--db", db_url])
+    assert _words(fixed.output).count("marks who wrong") == sum(said_wrong) - 1
+    assert _table(fixed.output)["who"][0] == "36/37", fixed.output

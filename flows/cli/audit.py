@@ -19,6 +19,7 @@ from formwork.flows.cli.common import DbOption, err, fail, out, resolve_db
 from formwork.tasks.confidence.certify import TARGET
 
 if TYPE_CHECKING:
+    from formwork.db.audits import AuditSet
     from formwork.tasks.evaluation.audit import AuditReport
 
 audit = typer.Typer(
@@ -100,6 +101,12 @@ def _closing(report: AuditReport, applied: dict[str, Any]) -> str:
             "every value the run read, certified or not.")  # fmt: skip
 
 
+def _warn(found: AuditSet) -> None:
+    """Each answer the audit files contradict themselves on, one line each, before the numbers."""
+    for warning in found.warnings:
+        err.print(Text(f"warning: {warning}", style="yellow"))
+
+
 @audit.command()
 def check(files: Files, db: DbOption = None) -> None:
     """Per field: were the values the run certified right as often as its calibration states?"""
@@ -114,6 +121,7 @@ def check(files: Files, db: DbOption = None) -> None:
         except AuditProblem as exc:
             fail(str(exc))
         applied = [run.confidence or {} for run in found.runs]
+    _warn(found)
     if any(a.get("calibration") != applied[0].get("calibration") for a in applied):
         fail("these runs applied different calibrations: check one run's audit at a time")
     report = check_audit(found.schema, found.rows, applied[0])
@@ -172,6 +180,7 @@ def calibrate(
             key = run_key(found.runs[0])
         except AuditProblem as exc:
             fail(str(exc))
+        _warn(found)
         targets = {name: t if t != TARGET else target for name, t in field_targets(found.schema).items()}
         calibrated = fit_and_certify(found.schema, [row.gold_row for row in found.rows], targets, LEVEL)
         before = statement(policy_for(session, key).applied)

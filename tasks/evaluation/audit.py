@@ -13,12 +13,18 @@ meet what the run stored for them (`trust`, tasks.decide) and say:
 - per field, how many of the values the run read were right at all, certified or not (what an
   uncalibrated run can still learn from an audit).
 
+An answer "wrong" whose right value is the one the run read (the page's box starts with it, so `w`
+then Enter gave it) says two things at once: the compare rules would count the run right against a
+person who said it was wrong. Such a field is `unsettled`: counted neither right nor a correction
+(its values leave every count, and its row the ok rows'), and the reader warns.
+
 `formwork audit calibrate` feeds the same rows to tasks.evaluation.calibration.calibrate; `needed`
 says how many right values a field takes, so a small audit says what it cannot certify.
 """
 
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -45,18 +51,66 @@ def needed(schema: Schema, target: float = TARGET, level: float = LEVEL) -> int:
     return values_needed(target, field_level(level, len(schema_fields(schema.checked_body))))
 
 
+def _under(entry: dict[str, Any], name: str) -> bool:
+    """Whether a trust entry is a value of top-level field `name` (itself, or inside it)."""
+    path = entry["path"]
+    return bool(path == name or path.startswith((f"{name}.", f"{name}[")))
+
+
+def _put(root: dict[str, Any], path: str, value: Any) -> None:
+    """Set `value` at `path` inside `root`, where the containers on the way exist."""
+    *parents, last = parse_path(path)
+    node: Any = root
+    for part in parents:
+        node = node[part] if _holds(node, part) else None
+    if isinstance(node, dict) or _holds(node, last):
+        node[last] = value
+
+
+def _holds(node: Any, part: str | int) -> bool:
+    if isinstance(node, list):
+        return isinstance(part, int) and part < len(node)
+    return isinstance(node, dict) and part in node
+
+
+def read_value(data: dict[str, Any] | None, trust: list[dict[str, Any]], name: str) -> Any:
+    """What the run read for top-level field `name`: the stored value with every dropped value put back
+    (a dropped value is what the reading said, and whether it was right is what an audit measures)."""
+    root = {name: copy.deepcopy((data or {}).get(name))}
+    for entry in trust:
+        if _under(entry, name) and entry.get("dropped") and kept_value(entry) is not None:
+            _put(root, entry["path"], kept_value(entry))
+    return root[name]
+
+
+def unsettled(schema: Schema, data: dict[str, Any] | None, trust: list[dict[str, Any]], gold: dict[str, Any],
+              marks: dict[str, Any]) -> list[str]:  # fmt: skip
+    """The fields marked "wrong" whose right value counts as the one the run read (see the docstring)."""
+    return [
+        name
+        for name, mark in marks.items()
+        if mark == "wrong"
+        and name in schema.properties
+        and compare(node_at(schema.checked_body, [name]) or {}, gold.get(name), read_value(data, trust, name))
+    ]
+
+
 @dataclass(frozen=True)
 class Audited:
-    """One audited record: what the run stored for it (status, trust) and the person's answers."""
+    """One audited record: what the run stored for it (status, trust), the person's answers, and the
+    fields whose answer says nothing (`unsettled`)."""
 
     record: str
     status: str
     trust: list[dict[str, Any]]
     gold: dict[str, Any]
+    unsettled: tuple[str, ...] = ()
 
     @property
     def gold_row(self) -> GoldRow:
-        return GoldRow(self.record, self.trust, self.gold)
+        """The row as measured: the values of unsettled fields left out, as never answered."""
+        trust = [e for e in self.trust if not any(_under(e, name) for name in self.unsettled)]
+        return GoldRow(self.record, trust, self.gold)
 
 
 @dataclass
@@ -108,7 +162,7 @@ def _read_counts(schema: Schema, rows: Sequence[Audited]) -> tuple[dict[str, tup
     read: dict[str, list[int]] = {name: [0, 0] for name in schema_fields(schema.checked_body)}
     nones = NoneCounts()
     for row in rows:
-        for entry in row.trust:
+        for entry in row.gold_row.trust:
             node = node_at(schema.checked_body, parse_path(entry["path"])) or {}
             gold, got = gold_at(row.gold, entry["path"]), kept_value(entry)
             right = compare(node, gold, got)
@@ -135,7 +189,7 @@ def check_audit(schema: Schema, rows: Sequence[Audited], applied: dict[str, Any]
     """The audit of `rows`, checked against the claims of the calibration the run `applied`."""
     counts = field_counts(schema, [row.gold_row for row in rows])
     claims = field_claims(counts, applied)
-    ok = [row for row in rows if row.status == "ok"]
+    ok = [row for row in rows if row.status == "ok" and not row.unsettled]  # a row half-answered: unknown
     target, level = applied.get("target", TARGET), applied.get("level", LEVEL)
     rows_claim = check("ok rows", sum(_row_right(schema, row) for row in ok), len(ok), target, level)
     read, nones = _read_counts(schema, rows)
