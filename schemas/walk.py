@@ -6,7 +6,7 @@ so a walker that follows these tables never mistakes a property name for a keywo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 ONE = ("additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
@@ -67,6 +67,21 @@ def map_subschemas(node: Node, change: Callable[[Node, str], Any], pointer: str 
                 for name, child in node[key].items()
             }
     return copy
+
+
+def nested_deeper(value: Any, levels: int) -> bool:
+    """Whether `value` nests lists and dicts more than `levels` deep, found level by level (no
+    recursion), so that JSON nested 600 deep is told apart before any recursive walk meets it."""
+    level = [value]
+    for _ in range(levels + 1):
+        level = [c for v in level for c in _children(v)]
+        if not level:
+            return False
+    return True
+
+
+def _children(value: Any) -> Iterable[Any]:
+    return value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
 
 
 def types_of(node: Node) -> set[str]:

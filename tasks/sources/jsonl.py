@@ -1,7 +1,7 @@
 """JSONL input: one record per non-blank line, read as a stream (a file of many GB never sits in memory).
 
-A line that is not a JSON object, has no string `text`, or whose id cannot be a key is still a record,
-with a `problem` that says why. Blank lines are not records.
+A line that is not a JSON object, has no string `text`, nests its fields past `MAX_LEVELS`, or whose id
+cannot be a key is still a record, with a `problem` that says why. Blank lines are not records.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from formwork.schemas.walk import nested_deeper
 from formwork.tasks.sources.keys import KeyBook, content_key
 from formwork.tasks.sources.records import (
+    MAX_LEVELS,
     InputRecord,
     SourceProblem,
     Warnings,
@@ -90,6 +92,10 @@ def _record(raw: bytes, number: int, book: KeyBook) -> InputRecord:
     if not isinstance(fields, dict):
         key, _ = book.claim(None, fallback, where)
         return finished(InputRecord(key, line, {}, f"{where} is not a JSON object"), where, warnings)
+    if nested_deeper(fields, MAX_LEVELS):  # its fields would end a recursive walk: stored, failed, unread
+        key, _ = book.claim(own_id(fields.get("id"))[0], fallback, where)
+        problem = f"{where} nests its fields more than {MAX_LEVELS} levels deep; flatten them"
+        return finished(InputRecord(key, line, {}, problem), where, warnings)
 
     wanted, id_problem = own_id(fields.get("id"))
     meta = clean_value({k: v for k, v in fields.items() if k not in ("id", "text")}, warnings)

@@ -18,6 +18,9 @@ INVALID_UTF8 = "invalid UTF-8 bytes were replaced with U+FFFD"
 LONE_SURROGATES = "lone surrogates were replaced with U+FFFD"
 NUL_REMOVED = "NUL bytes were removed"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# Levels of lists and objects a record's fields may nest: its meta is cleaned, stored and shown by
+# recursive walks, and one line nested 600 deep stopped a run with a RecursionError, storing nothing.
+MAX_LEVELS = 64
 
 
 @dataclass
