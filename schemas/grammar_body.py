@@ -60,6 +60,7 @@ LOOKAROUND = re.compile(r"\(\?<?[=!]|\\[1-9]")  # XGrammar drops lookarounds and
 # XGrammar 0.2.9 reads `[\p{L}]` as the four characters `p{L}` (and refuses `\p{L}` outside a class):
 # it would forbid valid letters and let `{` through, so a Unicode property class never reaches it.
 UNICODE_PROPERTY = re.compile(r"(?<!\\)(?:\\\\)*\\[pP]\{")
+PATH_SIGNS = re.compile(r"[.\[\]]")  # schemas/paths.py writes a value's path as `items[2].amount`
 
 
 class Clash(ValueError):
@@ -297,7 +298,20 @@ class GrammarBuilder:
         names = [k for k in properties if properties[k] is not False] + [
             k for k in required if k not in properties
         ]
-        if node.get("additionalProperties") is not False:
+        for name in names:
+            if PATH_SIGNS.search(name):
+                self.refusals.append(
+                    f"{show(pointer)}: the property name {name!r} holds '.', '[' or ']', which Formwork "
+                    "reads as a path into the record (items[0].amount); rename it (an underscore for the dot)"
+                )
+        free = node.get("additionalProperties")
+        if not names and ((isinstance(free, dict) and free) or node.get("patternProperties")):
+            self.refusals.append(
+                f"{show(pointer)}: an object of free keys (a dict[str, ...]: additionalProperties or "
+                "patternProperties, and no properties) would always be decoded as {}, since only declared "
+                "keys are read; declare its keys as properties, or make it a list of {key, value} objects"
+            )
+        if free is not False:
             what = "only the declared keys are decoded" if names else "a free-form object is decoded as {}"
             self.report.changed.append(f"{show(pointer)}: additionalProperties false added ({what})")
         return {

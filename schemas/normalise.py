@@ -26,10 +26,17 @@ from formwork.schemas.grammar_body import CHECKED_AFTER, ENFORCED, GrammarBuilde
 from formwork.schemas.paths import accepts_null
 from formwork.schemas.refs import RefProblem, inline_refs
 from formwork.schemas.roles import role_problems
-from formwork.schemas.validator import re_only_gaps, validator_class
-from formwork.schemas.walk import Node, map_subschemas, types_of
+from formwork.schemas.validator import re_only_gaps, slow_patterns, validator_class
+from formwork.schemas.walk import Node, map_subschemas, nested_deeper, types_of
 
 ROOT_FIELD = "value"
+# Levels of JSON (a nested object is two: `properties`, then its node); every pass walks a schema
+# recursively, and one nested 100 objects deep ended `formwork schemas` in a RecursionError.
+MAX_LEVELS = 64
+TOO_DEEP = (
+    f"the schema nests more than {MAX_LEVELS} levels of JSON (about {MAX_LEVELS // 2} objects, one inside "
+    "the next); flatten it"
+)
 
 
 class NormaliseProblem(ValueError):
@@ -104,10 +111,15 @@ def normalise(body: Node, strict: bool = False) -> Normalised:
         inlined = inline_refs(copy.deepcopy(body))
     except RefProblem as exc:
         raise NormaliseProblem([str(exc)]) from exc
+    except RecursionError as exc:  # a chain of $refs, each inside the next: deeper than any walk goes
+        raise NormaliseProblem([f"# (root): once its $refs are inlined, {TOO_DEEP}"]) from exc
+    if nested_deeper(inlined, MAX_LEVELS):
+        raise NormaliseProblem([f"# (root): once its $refs are inlined, {TOO_DEEP}"])
     report.checked = make_checked(inlined, report)
     builder = GrammarBuilder(report, validator_class(body).FORMAT_CHECKER.checkers)
     report.grammar = builder.build(report.checked, "")
     builder.refusals += re_only_gaps(report.checked)  # a pattern jsonschema would read with `re`
+    builder.refusals += slow_patterns(report.checked)  # a pattern no record could be matched against in time
     builder.refusals += grounding_problems(report.checked)  # a rule the grounding step cannot follow
     builder.refusals += role_problems(inlined)  # x-split / x-key a long text's merge cannot follow
     if strict and report.changed:

@@ -24,11 +24,11 @@ from typing import Any
 from jsonschema.protocols import Validator
 
 from formwork.schemas.lint import grammar_compile_error
-from formwork.schemas.normalise import Normalised, NormaliseProblem, normalise
+from formwork.schemas.normalise import MAX_LEVELS, TOO_DEEP, Normalised, NormaliseProblem, normalise
 from formwork.schemas.problems import SchemaProblem
 from formwork.schemas.refs import inline_refs
 from formwork.schemas.validator import SchemaError, check_schema, validator_of
-from formwork.schemas.walk import types_of
+from formwork.schemas.walk import nested_deeper, types_of
 
 BUILTIN_DIR = Path(__file__).parent / "builtin"
 
@@ -126,6 +126,8 @@ def load_schema(name_or_path: str | Path, strict: bool = False) -> Schema:
         body = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SchemaProblem(f"schema file {path} is not readable JSON: {exc}") from exc
+    except RecursionError as exc:  # nested ~1,000 deep: past json's own limit
+        raise SchemaProblem(f"schema file {path}: {TOO_DEEP}") from exc
     if isinstance(body, dict) and not body.get("title"):
         body = {**body, "title": path.stem}
     return schema_from_body(body, source=str(path), strict=strict)
@@ -135,6 +137,8 @@ def schema_from_body(body: Any, source: str, strict: bool = False) -> Schema:
     """Check a schema document's shape and Formwork annotations, then normalise it (or refuse it)."""
     if not isinstance(body, dict):
         raise SchemaProblem(f"{source}: a schema must be a JSON object")
+    if nested_deeper(body, MAX_LEVELS):  # before any recursive walk: jsonschema's own check is one
+        raise SchemaProblem(f"{source}: {TOO_DEEP}")
     try:
         check_schema(body)
     except SchemaError as exc:

@@ -15,6 +15,12 @@ though the user plainly meant one. A format with no checker at all is reported b
 
 One gap is refused rather than papered over: jsonschema's `unevaluatedProperties` reads the
 `patternProperties` keys with `re` deep inside its own code (`re_only_gaps`).
+
+A backtracking engine can take exponential time: `^(\d|\d\d)+$` against one run of 40 digits and a
+letter held a run (and the GIL) for hours. So every match has a time budget (`search_within`: a value
+the pattern cannot decide in `PATTERN_SECONDS` is refused, said so), and a pattern that already blows
+up on a short probe (`slow_patterns`: runs of digits, letters or spaces) is refused when the schema is
+loaded, naming it, rather than timing out on every record.
 """
 
 from __future__ import annotations
@@ -34,9 +40,23 @@ from formwork.schemas.walk import walk
 Keyword = Callable[[Validator, Any, Any, dict[str, Any]], Iterator[ValidationError]]
 
 
+PATTERN_SECONDS = 0.1  # one match; a linear pattern decides a 10,000-character value in microseconds
+PROBE_SECONDS = 0.05  # a probe of 41 characters: a pattern slower than this backtracks without bound
+PROBES = tuple(run * (40 // len(run)) + "!" for run in ("1", "a", "A", " ", "a1", "1.", "a "))
+
+
+def search_within(
+    pattern: str | regex.Pattern[str], text: str, seconds: float = PATTERN_SECONDS
+) -> bool | None:
+    """Whether `pattern` matches somewhere in `text`; None when it cannot tell within `seconds`."""
+    try:  # `regex` caches compiled patterns, as `re` does; concurrent=False: see tasks/grounding/spans.py
+        return regex.search(pattern, text, concurrent=False, timeout=seconds) is not None
+    except TimeoutError:
+        return None
+
+
 def _matches(pattern: str, text: str) -> bool:
-    # `regex` caches compiled patterns, as `re` does; concurrent=False: see tasks/grounding/spans.py
-    return regex.search(pattern, text, concurrent=False) is not None
+    return bool(search_within(pattern, text))  # a key the pattern cannot decide in time matches nothing
 
 
 def _is_regex(instance: object) -> bool:
@@ -46,7 +66,14 @@ def _is_regex(instance: object) -> bool:
 def _pattern(
     validator: Validator, pattern: str, instance: Any, schema: dict[str, Any]
 ) -> Iterator[ValidationError]:
-    if validator.is_type(instance, "string") and not _matches(pattern, instance):
+    if not validator.is_type(instance, "string"):
+        return
+    found = search_within(pattern, instance)
+    if found is None:
+        yield ValidationError(
+            f"{instance!r} cannot be checked against {pattern!r} (over {PATTERN_SECONDS} s): refused"
+        )
+    elif not found:
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
@@ -124,4 +151,25 @@ def re_only_gaps(checked: dict[str, Any]) -> list[str]:
     return gaps
 
 
-__all__ = ["SchemaError", "check_schema", "re_only_gaps", "validator_class", "validator_of"]
+def slow_patterns(checked: dict[str, Any]) -> list[str]:
+    """Why `checked` cannot be matched in bounded time: each `pattern` (or `patternProperties` key)
+    that a short probe (`PROBES`) keeps busy past `PROBE_SECONDS`, with the pointer and the fix."""
+    problems = []
+    for pointer, node in walk(checked):
+        found = [("pattern", node["pattern"])] if isinstance(node.get("pattern"), str) else []
+        keys = node.get("patternProperties") if isinstance(node.get("patternProperties"), dict) else {}
+        for where, pattern in [*found, *(("patternProperties", key) for key in keys)]:
+            slow = next((p for p in PROBES if search_within(pattern, p, PROBE_SECONDS) is None), None)
+            if slow is not None:
+                problems.append(
+                    f"#{pointer}/{where}: {pattern!r} takes over {PROBE_SECONDS} s on {slow!r} (it "
+                    "backtracks without bound, e.g. overlapping alternatives such as (\\d|\\d\\d)+); "
+                    "rewrite it so each character can match one way only (\\d+)"
+                )
+    return problems
+
+
+__all__ = [
+    "PATTERN_SECONDS", "SchemaError", "check_schema", "re_only_gaps", "search_within", "slow_patterns",
+    "validator_class", "validator_of",
+]  # fmt: skip

@@ -47,7 +47,7 @@ import regex
 from formwork.schemas.annotations import Rule, rule_for, value_types
 from formwork.schemas.paths import EMAIL as EMAIL_SHAPE
 from formwork.schemas.paths import semantic_errors
-from formwork.schemas.validator import validator_class
+from formwork.schemas.validator import search_within, validator_class
 from formwork.schemas.walk import walk
 from formwork.tasks.grounding.absent import SPELLINGS
 from formwork.tasks.grounding.aliases import Spans, written_labels
@@ -66,22 +66,24 @@ READERS_VERSION = 4
 COMPILE_MS_PER_STRING = 0.1  # XGrammar, per enum string, bundled vocabulary (BENCHMARKS section 15)
 COMPILE_BUDGET_MS = 20.0  # a record's grammar compile: ~2-3% of an idle formatting pass of 0.6-1.2 s
 MAX_TOTAL = int(COMPILE_BUDGET_MS / COMPILE_MS_PER_STRING)  # strings a record's grammar may hold
+MAX_UNDECIDED = 3  # values a field's pattern may fail to decide in time before its search stops
 
 
 def _number(value: Decimal) -> int | float:
     return int(value) if value == value.to_integral_value() else float(value)
 
 
-def admits(root: dict[str, Any], node: dict[str, Any], text: str) -> Callable[[Any], bool]:
+def admits(root: dict[str, Any], node: dict[str, Any], text: str) -> Callable[[Any], bool | None]:
     """Whether validation would accept a value at `node` (its checked form): the draft's jsonschema
     validator with formats, then the semantic checks. A string's own `maxLength`, `pattern` and e-mail
-    shape are tried first, being necessary and far cheaper (a long text has thousands of spans)."""
+    shape are tried first, being necessary and far cheaper (a long text has thousands of spans).
+    None: the pattern could not decide within its time budget (schemas.validator.search_within)."""
     check = _node_check(_Same(root), _Same(node))
     return lambda value: check(value, text)
 
 
 @lru_cache(maxsize=256)
-def _node_check(root: _Same, same: _Same) -> Callable[[Any, str], bool]:
+def _node_check(root: _Same, same: _Same) -> Callable[[Any, str], bool | None]:
     """`admits` for one schema node, built once per node, not per record (a validator and a pattern)."""
     node = same.node
     cls = validator_class(root.node)
@@ -91,12 +93,12 @@ def _node_check(root: _Same, same: _Same) -> Callable[[Any, str], bool]:
     longest, shortest = node.get("maxLength"), node.get("minLength", 0)
     plain = _plain_string(node)
 
-    def check(value: Any, text: str) -> bool:
+    def check(value: Any, text: str) -> bool | None:
         if isinstance(value, str):
             if (longest is not None and len(value) > longest) or (email and not EMAIL_SHAPE.match(value)):
                 return False
-            if pattern is not None and not pattern.search(value, concurrent=False):
-                return False
+            if pattern is not None and not (found := search_within(pattern, value)):
+                return found
             if plain:  # all the validator and the semantic checks would test, tested
                 return len(value) >= shortest
         return validator.is_valid(value) and not semantic_errors(node, value, text)
@@ -206,13 +208,21 @@ def _pool(
     return None
 
 
-def _bounded(pool: Iterable[Any], accepts: Callable[[Any], bool]) -> list[Any]:
+def _bounded(pool: Iterable[Any], accepts: Callable[[Any], bool | None]) -> list[Any]:
     """The first MAX_TOTAL distinct values of `pool` that the field accepts (the record's share cuts
-    further, `_shares`)."""
+    further, `_shares`); the search stops at the `MAX_UNDECIDED`th value its pattern cannot decide in
+    time, so a text of thousands of spans costs a field at most that many match budgets."""
     chosen: dict[Any, None] = {}
+    undecided = 0
     for value in pool:
         key = (type(value), value)
-        if key not in chosen and accepts(value):
+        if key in chosen:
+            continue
+        verdict = accepts(value)
+        undecided += verdict is None
+        if undecided >= MAX_UNDECIDED:
+            break
+        if verdict:
             chosen[key] = value
             if len(chosen) >= MAX_TOTAL:
                 break
