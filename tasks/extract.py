@@ -182,8 +182,8 @@ def extract_safely(
     outcome = Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     try:
         long = read_long(record_id, text, schema, engines, options, extract_record, meta, outcome)
-        if long is not None:
-            return held_to_policy(schema, text, meta, long, options)
+        if long is not None:  # held to the policy over the text read: a cut text's parts, not the rest
+            return held_to_policy(schema, long[1], meta, long[0], options)
         meta = whole_meta(text, schema, options, meta)
         whole = extract_record(record_id, text, schema, *engines, options, meta, outcome=outcome)
         return check_whole(schema, text, held_to_policy(schema, text, meta, whole, options))
