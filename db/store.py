@@ -27,7 +27,7 @@ from sqlalchemy import and_, insert, or_, select
 from sqlalchemy.orm import Session
 
 from formwork.db.claims import release_held
-from formwork.db.clean import clean_text, storable
+from formwork.db.clean import clean_message, clean_text, redacted, storable
 from formwork.db.models import ModelCall, Record, Result, RetryEntry, Run, RunResult, utcnow
 from formwork.db.queue import record_failure, record_success, release_worker
 from formwork.db.session import upsert_insert
@@ -100,10 +100,11 @@ class QueuePolicy:
 
 
 def start_run(session: Session, schema: Schema | None = None, **fields: Any) -> int:
+    body: dict[str, Any] = {}  # the schema as written; settings redacted
     if schema is not None:
-        fields |= {"schema_name": schema.name, "schema_version": schema.version,
-                   "schema_hash": schema.digest, "schema_body": schema.body}  # fmt: skip
-    run = Run(heartbeat_at=utcnow(), **storable(fields))
+        body = {"schema_name": schema.name, "schema_version": schema.version,
+                "schema_hash": schema.digest, "schema_body": schema.body}  # fmt: skip
+    run = Run(heartbeat_at=utcnow(), **redacted(fields), **storable(body))
     session.add(run)
     session.commit()
     return run.id
@@ -139,7 +140,7 @@ def store_records(session: Session, source: str, records: Iterable[InputRecord])
     """Upsert records by (source, key, text hash), a thousand per transaction; ids in input order."""
     ids: list[int] = []
     batch: list[dict[str, Any]] = []
-    source = clean_text(source)
+    source = clean_message(source)  # a URL: its password never stored
 
     def flush() -> None:
         unique = {(row["key"], row["text_hash"]): row for row in batch}
@@ -165,7 +166,7 @@ def store_records(session: Session, source: str, records: Iterable[InputRecord])
         text = clean_text(record.text)
         batch.append({"source": source, "key": storable_key(record.key), "text": text,
                       "text_hash": text_digest(text), "meta": storable(record.meta),
-                      "problem": storable(record.problem)})  # fmt: skip
+                      "problem": redacted(record.problem)})  # fmt: skip
         if len(batch) >= BATCH:
             flush()
     if batch:
@@ -195,7 +196,7 @@ def _result_row(run_id: int, schema: Schema, outcome: Outcome, text_hash: str) -
     return storable({
         "record_id": outcome.record_id, "schema_name": schema.name, "schema_version": schema.version,
         "run_id": run_id, "text_hash": text_hash, "schema_hash": schema.digest, "status": verdict.status,
-        "data": verdict.data, "errors": verdict.errors, "nulled": verdict.nulled,
+        "data": verdict.data, "errors": redacted(verdict.errors), "nulled": verdict.nulled,
         "evidence": verdict.evidence, "trust": verdict.trust or None,
         "reasoning_finish": outcome.reasoning_finish, "formatting_finish": outcome.formatting_finish,
         "retryable": outcome.retryable, "attempts": outcome.attempts, "updated_at": utcnow(),
@@ -238,7 +239,8 @@ def save_outcomes(
     ids = [o.record_id for o in outcomes]
     hashes = dict(session.execute(select(Record.id, Record.text_hash).where(Record.id.in_(ids))).all())
     rows = {o.record_id: _result_row(run_id, schema, o, hashes.get(o.record_id, "")) for o in outcomes}
-    calls = [{"run_id": run_id, "record_id": o.record_id, "created_at": utcnow(), **storable(vars(call))}
+    calls = [{"run_id": run_id, "record_id": o.record_id, "created_at": utcnow(),
+              **storable(vars(call)), "error": redacted(call.error)}  # the answer as given; errors redacted
              for o in outcomes for call in o.calls]  # fmt: skip
     if calls:  # core INSERTs: the ORM's unit of work cost more CPU than the rest of a record's pipeline
         session.execute(insert(ModelCall.__table__), calls)
@@ -280,7 +282,7 @@ def save_outcomes(
             policy = replace(queue, escalate_to=reader, escalate_fields=None)
         kind = policy.wants(outcome, tries)
         if kind and not kept_ok:
-            error = clean_text("; ".join(outcome.verdict.errors) or outcome.verdict.status)
+            error = clean_message("; ".join(outcome.verdict.errors) or outcome.verdict.status)
             if kind == "escalation" and was not in (None, "escalation"):  # a new reader: its tries anew
                 record_success(session, [outcome.record_id], schema)
             # a retry names the stronger reader too: where its tries are spent, it goes there
