@@ -87,6 +87,11 @@ def latest_run_id(session: Session) -> int | None:
     return session.scalar(select(func.max(Run.id)))
 
 
+def run_exists(session: Session, run_id: int) -> bool:
+    """Whether the database holds run `run_id` (a mistyped number is refused, not shown as empty)."""
+    return session.get(Run, run_id) is not None
+
+
 def run_summary(session: Session, run_id: int) -> RunSummary:
     run = session.get(Run, run_id)
     if run is None:

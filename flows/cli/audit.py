@@ -15,7 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from formwork.flows.cli.common import DbOption, err, fail, out, resolve_db
+from formwork.flows.cli.common import DbOption, chosen_run, err, fail, opened, out
 from formwork.tasks.confidence.certify import TARGET
 
 if TYPE_CHECKING:
@@ -45,17 +45,13 @@ def page(
     if ctx.invoked_subcommand is not None:
         return
     from formwork.db.audits import AuditProblem
-    from formwork.db.queries import latest_run_id
-    from formwork.db.session import reader_factory
     from formwork.flows.audit import audit_page
 
     if out_file is None:
         fail("--out FILE.html: where to write the page")
     seed = seed if seed is not None else secrets.randbelow(1_000_000)
-    with reader_factory(resolve_db(db))() as session:
-        run_id = run if run is not None else latest_run_id(session)
-        if run_id is None:
-            fail("no run in this database yet; start one with `formwork run`")
+    with opened(db) as session:
+        run_id = chosen_run(session, run)
         try:
             html, drawn = audit_page(session, run_id, sample, seed)
         except AuditProblem as exc:
@@ -112,10 +108,9 @@ def check(files: Files, db: DbOption = None) -> None:
     """Per field: were the values the run certified right as often as its calibration states?"""
     from formwork.db.audits import AuditProblem, read_audits
     from formwork.db.calibrations import statement
-    from formwork.db.session import reader_factory
     from formwork.tasks.evaluation.audit import check_audit
 
-    with reader_factory(resolve_db(db))() as session:
+    with opened(db) as session:
         try:
             found = read_audits(session, files)
         except AuditProblem as exc:
@@ -168,13 +163,12 @@ def calibrate(
     """Measure a calibration on your audited records and store it for the run's key (no model call)."""
     from formwork.db.audits import AuditProblem, read_audits, run_key
     from formwork.db.calibrations import AUDIT, policy_for, statement, store_calibration
-    from formwork.db.session import session_factory
     from formwork.tasks.confidence.certify import LEVEL
     from formwork.tasks.evaluation.audit import needed
     from formwork.tasks.evaluation.calibration import calibrate as fit_and_certify
     from formwork.tasks.evaluation.calibration import field_targets
 
-    with session_factory(resolve_db(db))() as session:
+    with opened(db, write=True) as session:
         try:
             found = read_audits(session, files)
             key = run_key(found.runs[0])

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from formwork.flows.cli.common import DbOption, database_in_environment, err, fail, out, resolve_db
+from formwork.flows.cli.common import DbOption, database_in_environment, err, fail, open_database, out
 from formwork.tasks.evaluation.gold import HALVES
 
 
@@ -162,8 +162,9 @@ def eval_gold(
     chart = chart or Path(f"eval-{Path(schema).stem}.png")
     shown = ", ".join(map(str, gold))
     err.print(f"evaluating {shown} ({', '.join(modes or ['the configured mode'])}); this runs the model")
+    url = open_database(db)  # a mistyped or unreachable database: one line, before the model and Prefect
     try:
-        with cli_flows(), database_in_environment(resolve_db(db)):  # never a (stored) parameter
+        with cli_flows(), database_in_environment(url):  # never a (stored) parameter
             reports = evaluate(
                 ",".join(map(str, gold)), schema, modes=modes, limit=limit, chart=str(chart),
                 calibrate=calibrate, target=target, verify=verify, half=half,  # type: ignore[arg-type]

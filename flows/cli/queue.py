@@ -12,8 +12,9 @@ from formwork.flows.cli.common import (
     database_gone,
     database_in_environment,
     fail,
+    open_database,
+    opened,
     out,
-    resolve_db,
     settings_in_environment,
 )
 
@@ -63,11 +64,12 @@ def retry(
     hidden = secret_overrides(overrides)  # Prefect stores flow parameters: secrets go by environment
     shown = {k: v for k, v in overrides.items() if k not in hidden}
     gone = (DatabaseUnavailable, OperationalError)
+    url = open_database(db)  # a mistyped or unreachable database: one line, before Prefect starts
     try:
         with (
             cli_flows(),
             explained(*gone),
-            database_in_environment(resolve_db(db)),
+            database_in_environment(url),
             settings_in_environment(hidden),
         ):
             summaries = reprocess_failed(limit=limit, overrides=shown, kind=kind,  # type: ignore[arg-type]
@@ -88,9 +90,8 @@ def queue(
 ) -> None:
     """Show the retry queue: entries, attempts, next try and last error."""
     from formwork.db.queue import list_entries, queue_counts
-    from formwork.db.session import reader_factory
 
-    with reader_factory(resolve_db(db))() as session:
+    with opened(db) as session:
         counts, entries = queue_counts(session), list_entries(session, state, limit)
     summary = ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "empty"
     table = Table(title=f"retry queue: {summary}")
@@ -120,9 +121,8 @@ def requeue(
 ) -> None:
     """Put a queue entry (dead or waiting) back for an immediate retry, attempts reset."""
     from formwork.db.queue import requeue as requeue_entry
-    from formwork.db.session import session_factory
 
-    with session_factory(resolve_db(db))() as session:
+    with opened(db, write=True) as session:
         try:
             entry = requeue_entry(session, entry_id)
         except LookupError as exc:

@@ -5,7 +5,9 @@ The table gives each record one or two lines at 80 columns: its key and status, 
 kept, then each other field in one word (`who:dropped`, `category:unsure`); a failed row keeps
 nothing, so it shows why it failed instead. The reasons in full are in `--format jsonl` (`verdicts`,
 beside the judge's `errors`) and on the review page. A failed row's answer was never checked, so no
-format gives it as `data`: JSONL carries it as `unchecked`, CSV not at all.
+format gives it as `data`: JSONL carries it as `unchecked`, CSV not at all. The table shows an id's or
+value's control characters escaped (ESC as `\\x1b`: a record's text never retitles or clears the
+terminal, nor writes its clipboard); JSONL and CSV carry the data as stored.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import typer
 from rich.cells import cell_len
 from rich.text import Text
 
-from formwork.flows.cli.common import DbOption, Status, out, resolve_db
+from formwork.flows.cli.common import DbOption, Status, chosen_run, opened, out, printable
 
 COLOURS = {"ok": "green", "partial": "yellow", "failed": "red"}
 SHORTER = (28, 16, 10)  # a kept value's most characters, tried in turn until the record fits two lines
@@ -38,12 +40,11 @@ def results(
     db: DbOption = None,
 ) -> None:
     """Show stored results: a table to read, or JSONL/CSV for the next program."""
-    from formwork.db.queries import latest_run_id, result_rows
-    from formwork.db.session import reader_factory
+    from formwork.db.queries import result_rows
     from formwork.flows.verdicts import verdict_rows
 
-    with reader_factory(resolve_db(db))() as session:
-        run_id = run if run is not None else latest_run_id(session)
+    with opened(db) as session:
+        run_id = chosen_run(session, run)
         rows = result_rows(session, run_id, status.value if status else None)
     if format is Format.jsonl:
         for row in rows:
@@ -76,7 +77,7 @@ def _write_csv(rows: list[dict]) -> None:
 
 def _shown(value: Any, most: int) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    text = " ".join(text.split())
+    text = printable(" ".join(text.split()))  # escaped first, so the cells counted are the cells shown
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
@@ -91,8 +92,8 @@ def _words(row: dict[str, Any], most: int) -> list[str]:
     if row["status"] != "failed":
         words += [f"{name}={_shown(value, most)}" for name, value in (row["data"] or {}).items()
                   if name not in held]  # fmt: skip
-    words += [f"{path}:{kind}" for path, kind in other.items()]
-    return words + [word for said, _ in problems for word in said.split()]  # a row's problem, word by word
+    words += [printable(f"{path}:{kind}") for path, kind in other.items()]
+    return words + [printable(word) for said, _ in problems for word in said.split()]  # a row's problem
 
 
 def _lines(words: list[str], width: int, indent: int) -> list[str]:
@@ -136,5 +137,5 @@ def _print_results(rows: list[dict], run_id: int | None) -> None:
     for row in rows:
         for line in record_lines(row, key_width, max(out.width, 60)):
             out.print(line, soft_wrap=True, highlight=False)
-    out.print(next_step(rows), highlight=False, markup=False)
+    out.print(printable(next_step(rows)), highlight=False, markup=False)
     out.print("each field's reason in full: --format jsonl, or `formwork review`", highlight=False)

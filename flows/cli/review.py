@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from formwork.flows.cli.common import DbOption, err, fail, resolve_db
+from formwork.flows.cli.common import DbOption, chosen_run, err, fail, opened
 
 
 def review(
@@ -19,17 +19,13 @@ def review(
     db: DbOption = None,
 ) -> None:
     """Write the review page: texts with highlighted evidence, JSON, statuses, errors, notes."""
-    from formwork.db.queries import latest_run_id
-    from formwork.db.session import reader_factory
     from formwork.flows.review import STATUSES, load_review, render_review
 
     unknown = sorted(set(status or []) - set(STATUSES))
     if unknown:
         fail(f"unknown status {', '.join(unknown)}: use {', '.join(STATUSES)}")
-    with reader_factory(resolve_db(db))() as session:  # never the write lock: a run may be writing
-        run_id = run if run is not None else latest_run_id(session)
-        if run_id is None:
-            fail("no run in this database yet; start one with `formwork run`")
+    with opened(db) as session:  # never the write lock: a run may be writing
+        run_id = chosen_run(session, run)
         items = load_review(session, run_id, status)
     title = f"formwork run {run_id}" + (f" ({', '.join(status)})" if status else "")
     try:
