@@ -44,9 +44,9 @@ def test_texts_come_back_in_order_as_instances_of_the_class(local_engine: object
     assert rows[1].status == "failed" and rows[1].errors == ["bad input: the text is empty or not a string"]
     for row in (rows[0], rows[2]):
         assert row.formatting_finish == "stop" and row.attempts == 1
-        if row.status != "failed":
-            assert isinstance(row.model, Mood) and row.model.mood == row.data["mood"]
-            assert row.unchecked is None
+        if row.status != "failed":  # the class holds the value read, whether certified or unsure
+            assert isinstance(row.model, Mood) and row.model.mood == row.values["mood"]["value"]
+            assert row.unchecked is None and row.data is not None
         else:  # a failed row's answer is never handed out as data
             assert row.data is None and row.unchecked is not None
 
@@ -122,3 +122,22 @@ def test_extract_applies_the_policy_a_run_applies_and_says_which(
     [row] = extract(texts, schema=Mood, settings=configured)
     assert row.confidence.startswith(f"calibration {made_id}: 1 of 1 fields certified on 100 gold records")
     assert not any("no calibration covers" in e for e in row.errors)
+
+
+@pytest.mark.slow
+def test_an_unsure_required_field_is_a_value_with_its_state_not_a_failed_row(
+    local_engine: object, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 51: with no calibration a required enum is dropped as unsure, and the class then rejected
+    the row (6 of 6 rows `failed`). Now the row stays what the run made it, the class holds the value
+    the model read, and the row says that value is unsure; `data` keeps the safe reading."""
+    from formwork.tasks.evaluation import shipped
+
+    monkeypatch.delenv("FORMWORK_DB_URL", raising=False)
+    monkeypatch.setattr(shipped, "SHIPPED", tmp_path)  # no calibration, as for any new schema
+    plain = Settings(engine="local", reasoning_max_tokens=48, max_attempts=1, mode="one-pass")
+    [row] = extract(["Anna: we won the finals!!! best day ever"], schema=Mood, settings=plain)
+    assert row.status == "partial" and row.data is not None and row.data.get("mood") is None  # not safe
+    assert row.states == {"mood": "unsure"} and row.unsure == ["mood"]
+    assert isinstance(row.model, Mood) and row.model.mood in {"happy", "sad", "angry"}
+    assert row.values["mood"]["value"] == row.model.mood and row.values["mood"]["why"]
