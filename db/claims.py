@@ -10,7 +10,7 @@ result. The retry queue's own claims are refreshed by the same heartbeat.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -211,3 +211,44 @@ def mark_crashed(session: Session, silent_for: timedelta) -> int:
             release_worker(session, worker, seen)
     session.commit()
     return len(dead)
+
+
+def queue_workers(session: Session) -> set[str]:
+    """The workers that hold retry-queue claims or own a running run: those a new worker may find dead."""
+    holding = select(RetryEntry.claimed_by).where(
+        RetryEntry.state == "claimed", RetryEntry.claimed_by.is_not(None)
+    )
+    running = select(Run.worker).where(Run.state == "running", Run.worker.is_not(None))
+    found = {name for name in session.scalars(holding.union(running)) if name}
+    session.commit()  # end the read: on SQLite it holds the write lock
+    return found
+
+
+def mark_gone(session: Session, workers: Collection[str]) -> int:
+    """Workers known dead now (a process of this host that no longer exists): mark their running runs
+    `crashed`, free those runs' records and put every retry-queue claim they held back, without waiting
+    out a lease; commit; count the claims put back.
+
+    A heartbeat says a worker is dead only a run lease after it stopped; a pid that is gone says it at
+    once, so a `formwork retry` right after a `kill -9` finds the entries due instead of "nothing due".
+    """
+    if not workers:
+        return 0
+    now = utcnow()
+    dead_runs = session.scalars(
+        update(Run)
+        .where(Run.state == "running", Run.worker.in_(workers))
+        .values(state="crashed", finished_at=func.coalesce(Run.heartbeat_at, Run.started_at))
+        .returning(Run.id)
+        .execution_options(synchronize_session=False)
+    ).all()
+    # their records too, or the next worker finds them held by the dead run for its lease
+    session.execute(delete(RecordClaim).where(RecordClaim.run_id.in_(dead_runs)))
+    released = session.execute(
+        update(RetryEntry)
+        .where(RetryEntry.state == "claimed", RetryEntry.claimed_by.in_(workers))
+        .values(state="waiting", claimed_by=None, claimed_at=None, updated_at=now)
+        .execution_options(synchronize_session=False)
+    ).rowcount
+    session.commit()
+    return released

@@ -10,6 +10,10 @@
   id FROM due) RETURNING`. SQLite: the same without the lock clause, under the `BEGIN IMMEDIATE` that
   db.session issues (one writer at a time). A SELECT followed by a separate UPDATE is the trap: on
   SQLite with default driver settings it handed the same rows to two workers.
+- An escalation stays one until it is settled: a stronger reader that errs or fails the row counts a try
+  and backs off, and the entry still names that reader (a plain retry would pay the first one again).
+- An entry whose record's text changed since it was queued is settled `stale` (with why), never read:
+  its source no longer holds that text, and the new text is a record of its own.
 - Times are timezone-aware UTC; `now` is the queue's clock (injectable for tests), `updated_at` is
   always the wall clock. SQLite stores DateTime(timezone=True) without an offset and reads it
   back naive, so every time is converted to UTC before it is written or compared: stored wall clocks
@@ -24,14 +28,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import case, delete, func, select, update
 from sqlalchemy.orm import Session
 
-from formwork.db.models import RetryEntry, utcnow
+from formwork.db.models import Record, RetryEntry, RunResult, utcnow
 from formwork.db.session import is_postgres, upsert_insert
 from formwork.schemas.registry import Schema
 
-STATES = ("waiting", "claimed", "dead")
+STATES = ("waiting", "claimed", "dead")  # and `stale`, shown where there is one
 
 
 @dataclass(frozen=True)
@@ -94,21 +98,26 @@ def record_failure(
         attempts=1, last_error=error, next_attempt_at=now, state="waiting",
         claimed_by=None, claimed_at=None, updated_at=utcnow(), kind=kind, escalate_to=escalate_to,
     )  # fmt: skip
+    column = RetryEntry.__table__.c
+    # the stronger reader erred or failed the row: still an escalation to it, never a retry of the first
+    still_escalation = (column.kind == "escalation") & (statement.excluded.kind == "retry")
     statement = statement.on_conflict_do_update(
         index_elements=["record_id", "schema_name", "schema_version"],
         set_={
-            "attempts": RetryEntry.__table__.c.attempts + 1, "last_error": statement.excluded.last_error,
+            "attempts": column.attempts + 1, "last_error": statement.excluded.last_error,
             "schema_source": statement.excluded.schema_source, "schema_hash": statement.excluded.schema_hash,
             "schema_body": statement.excluded.schema_body, "claimed_by": None, "claimed_at": None,
-            "updated_at": statement.excluded.updated_at, "kind": statement.excluded.kind,
-            "escalate_to": statement.excluded.escalate_to,
+            "updated_at": statement.excluded.updated_at,
+            "kind": case((still_escalation, column.kind), else_=statement.excluded.kind),
+            "escalate_to": case((still_escalation, column.escalate_to), else_=statement.excluded.escalate_to),
         },
     )  # fmt: skip
     entry = session.scalars(
         statement.returning(RetryEntry), execution_options={"populate_existing": True}
     ).one()
     entry.state = "dead" if entry.attempts >= max_attempts else "waiting"
-    # an escalation is no failed call to back off from: the stronger reader may take it at once
+    # a new escalation is no failed call to back off from: the stronger reader may take it at once; a
+    # failure (the stronger reader's too: `kind` retry on an escalation) backs off
     wait = 0.0 if kind == "escalation" else backoff_seconds(entry.attempts)
     entry.next_attempt_at = now + timedelta(seconds=wait)
     session.flush()
@@ -130,10 +139,12 @@ def record_success(session: Session, record_ids: Collection[int], schema: Schema
 
 
 def claim_due(
-    session: Session, worker: str, limit: int, now: datetime | None = None, kind: str | None = None
-) -> list[Claim]:
-    """Take up to `limit` due, waiting entries (of one `kind`, if given) for `worker`, oldest due first,
-    and commit the claim.
+    session: Session, worker: str, limit: int, now: datetime | None = None, kind: str | None = None,
+    run_id: int | None = None,
+) -> list[Claim]:  # fmt: skip
+    """Take up to `limit` due, waiting entries (of one `kind`, of the records run `run_id` answered, if
+    given) for `worker`, oldest due first, and commit the claim. `run_id`: a run's `--escalate now` reads
+    its own rows, not the oldest of every run before it.
 
     One statement picks and marks the rows, so no other worker can take them in between; see the module
     docstring for why each backend is safe.
@@ -141,12 +152,14 @@ def claim_due(
     if limit <= 0:
         return []
     now = _utc(now)
+    answered = None if run_id is None else select(RunResult.record_id).where(RunResult.run_id == run_id)
     due = (
         select(RetryEntry.id)
         .where(
             RetryEntry.state == "waiting",
             RetryEntry.next_attempt_at <= now,
             *([RetryEntry.kind == kind] if kind else []),
+            *([RetryEntry.record_id.in_(answered)] if answered is not None else []),
         )
         .order_by(RetryEntry.next_attempt_at, RetryEntry.id)
         .limit(limit)
@@ -185,6 +198,53 @@ def unclaim(session: Session, worker: str, record_ids: list[int], schema_name: s
         .execution_options(synchronize_session=False)
     )  # fmt: skip
     session.commit()
+
+
+def give_back(session: Session, worker: str, entry_ids: Collection[int]) -> int:
+    """Hand claimed entries back untouched, due as they were (the reader they need could not be opened:
+    no try was made); commit; count them."""
+    if not entry_ids:
+        return 0
+    statement = (
+        update(RetryEntry)
+        .where(RetryEntry.id.in_(entry_ids), RetryEntry.claimed_by == worker, RetryEntry.state == "claimed")
+        .values(state="waiting", claimed_by=None, claimed_at=None, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    count = session.execute(statement).rowcount
+    session.commit()
+    return count
+
+
+def settle_changed_texts(session: Session, claims: Collection[Claim]) -> set[int]:
+    """Of claimed entries, settle those whose record's text changed since they were queued (a newer
+    record of the same source and key exists): state `stale`, with why; commit; return their ids.
+
+    Read again, the stronger reader would be paid for a text the source no longer has, and its answer
+    would stand beside the new text's as a second current row of the key.
+    """
+    if not claims:
+        return set()
+    newer = Record.__table__.alias("newer")
+    rows = session.execute(
+        select(Record.id, func.max(newer.c.id))
+        .join(newer, (newer.c.source == Record.source) & (newer.c.key == Record.key)
+              & (newer.c.id > Record.id))
+        .where(Record.id.in_({c.record_id for c in claims}))
+        .group_by(Record.id)
+    ).all()  # fmt: skip
+    replaced = dict(rows)
+    stale = {c.entry_id: replaced[c.record_id] for c in claims if c.record_id in replaced}
+    for entry_id, newest in stale.items():
+        reason = f"stale: the record's text changed since it was queued (its text now is record {newest})"
+        session.execute(
+            update(RetryEntry)
+            .where(RetryEntry.id == entry_id)
+            .values(state="stale", last_error=reason, claimed_by=None, claimed_at=None, updated_at=utcnow())
+            .execution_options(synchronize_session=False)
+        )
+    session.commit()
+    return set(stale)
 
 
 def release_stale(session: Session, older_than: timedelta, now: datetime | None = None) -> int:

@@ -28,6 +28,7 @@ from formwork.db.store import check_schema_body, records_without_result, store_r
 from formwork.db.watermarks import advance_watermark, rows_since_watermark
 from formwork.flows.chunk import RunContext
 from formwork.flows.reprocess_failed import reprocess_failed
+from formwork.flows.run_policy import with_stored_reader
 from formwork.flows.runner import checked_engines, chunked, new_context, replay_journals, run_chunks
 from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import load_checked_schema
@@ -103,9 +104,11 @@ def batch_extract(
     database URL with `query` or `table`: only rows new or changed since the last finished run).
     Records another run holds are counted in the summary, or waited for and processed (`wait`). Rows
     held back only by their values' thresholds wait for the stronger reader `escalate_to` (a setting
-    too), or are read by it before the run ends (`escalate` now: the retry queue's own path)."""
+    too), or are read by it before the run ends (`escalate` now: the retry queue's own path, for this
+    run's own rows)."""
     given = {"db_url": db_url, "escalate_to": escalate_to, "escalate": escalate}
     settings = Settings(**{name: value for name, value in given.items() if value})
+    queued = with_stored_reader(settings)  # its escalations name the reader whole, with no password
     chosen = load_checked_schema(schema)
     sql = sql_selection(source, query, table, id_column, text_column, updated_column)
     # a missing or unreadable source is refused here, before any write
@@ -121,7 +124,7 @@ def batch_extract(
         label = source_label(source, sql)
         with sessions() as session:
             check_schema_body(session, chosen)
-        context = new_context(sessions, settings, chosen, engines, flow="batch_extract", source=label,
+        context = new_context(sessions, queued, chosen, engines, flow="batch_extract", source=label,
                               wait=wait)  # fmt: skip
         get_run_logger().info("run %s: %s from %s", context.run_id, chosen.label, label)
         size = chunk_size or settings.chunk_size
@@ -133,5 +136,7 @@ def batch_extract(
             with sessions() as session:
                 advance_watermark(session, records, chosen, summary.run_id)
     if settings.escalate == "now" and settings.escalate_to and summary.records:
-        summary.escalations = reprocess_failed(db_url=db_url, limit=summary.records, kind="escalation")
+        summary.escalations = reprocess_failed(
+            db_url=db_url, limit=summary.records, kind="escalation", run_id=summary.run_id
+        )
     return summary

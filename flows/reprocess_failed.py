@@ -2,8 +2,10 @@
 
 Claims are atomic (PostgreSQL `FOR UPDATE SKIP LOCKED`; SQLite one `UPDATE ... RETURNING` inside
 `BEGIN IMMEDIATE`), committed before any model is called, and put back if a worker dies holding them
-(after `claim_timeout_s`); a live worker refreshes its claims with the run's heartbeat, and writes
-only results whose records it still holds, so a slow worker never overwrites a faster one. Each entry
+(after `claim_timeout_s`, or at once where it was a process of this host that is gone: its runs are
+marked crashed before anything is claimed); a live worker refreshes its claims with the run's
+heartbeat, and writes only results whose records it still holds, so a slow worker never overwrites a
+faster one. Each entry
 carries the schema body it failed under, so a worker in another directory (or on another machine)
 needs no file path. Reprocessing may use other settings than the nightly run, such as a bigger
 model or budget: pass them as `overrides` (`formwork retry --set reasoning_max_tokens=1024`).
@@ -11,7 +13,8 @@ model or budget: pass them as `overrides` (`formwork retry --set reasoning_max_t
 An entry is a `retry` (the same reader again) or an `escalation`: a row held back only by its values'
 thresholds, which the same reader would answer the same. An escalation is read by the stronger reader
 its entry names (`escalate_to`, or this flow's parameter), under that reader's own calibration, and
-its certified values join those the first reader certified (tasks.escalation.combine).
+its certified values join those the first reader certified (tasks.escalation.combine). The entry
+names that reader whole (flows.run_policy.stored_reader), never with its server's password.
 """
 
 from __future__ import annotations
@@ -26,14 +29,16 @@ from typing import Any, Literal
 
 from prefect import get_run_logger
 
+from formwork.db.claims import mark_crashed, mark_gone, queue_workers
 from formwork.db.queries import RunSummary
-from formwork.db.queue import Claim, claim_due, record_failure, release_stale
+from formwork.db.queue import Claim, claim_due, give_back, record_failure, release_stale, settle_changed_texts
 from formwork.db.session import session_factory
+from formwork.flows.run_policy import reader_settings, with_stored_reader
 from formwork.flows.runner import checked_engines, chunked, new_context, replay_journals, run_chunks
 from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
 from formwork.tasks.redact import redact
-from formwork.tasks.settings import Settings, escalation_overrides
+from formwork.tasks.settings import Settings
 
 
 def worker_name() -> str:
@@ -47,6 +52,11 @@ def secret_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in overrides.items() if k in secret or redact(str(v)) != str(v)}
 
 
+class ReaderUnavailable(RuntimeError):
+    """The reader some claimed entries need cannot be opened (its server is down, its model missing);
+    their claims are given back before this is raised."""
+
+
 @secret_free_flow("reprocess_failed")
 def reprocess_failed(
     db_url: str | None = None,
@@ -55,10 +65,12 @@ def reprocess_failed(
     worker: str | None = None,
     kind: Literal["retry", "escalation"] | None = None,
     escalate_to: str | None = None,
+    run_id: int | None = None,
 ) -> list[RunSummary]:
-    """Claim up to `limit` due queue entries (of one `kind`, if given) and read them again: a retry
-    with the same reader (under `overrides`), an escalation with the stronger one its entry names, or
-    `escalate_to` where given (tasks.escalation), whose certified values join the first reader's."""
+    """Claim up to `limit` due queue entries (of one `kind`, of run `run_id`'s records, if given) and
+    read them again: a retry with the same reader (under `overrides`), an escalation with the stronger
+    one its entry names, or `escalate_to` where given (tasks.escalation), whose certified values join
+    the first reader's. An entry whose record's text has changed since is settled stale, not read."""
     secret = sorted(secret_overrides({**(overrides or {}), "escalate_to": escalate_to}))
     if secret:
         raise ValueError(
@@ -71,24 +83,33 @@ def reprocess_failed(
     worker = worker or worker_name()
     replayed = replay_journals(sessions, settings)  # a replayed record's entry is settled before claims
     with sessions() as session:
+        crashed = mark_crashed(session, timedelta(seconds=settings.run_lease_s))  # before claims: a dead
+        gone = mark_gone(session, dead_here(queue_workers(session), worker))  # worker's entries are due
         released = release_stale(session, timedelta(seconds=settings.claim_timeout_s))
-        claims = claim_due(session, worker, limit, kind=kind)
-    logger.info("claimed %d entries (%d stale claims put back)", len(claims), released)
+        claims = claim_due(session, worker, limit, kind=kind, run_id=run_id)
+        stale = settle_changed_texts(session, claims)
+    logger.info("claimed %d entries (%d stale claims and %d of dead workers put back, %d runs found "
+                "crashed); %d settled stale: their text changed", len(claims), released, gone, crashed,
+                len(stale))  # fmt: skip
     groups: dict[tuple[str, int, str, str | None], list[Claim]] = defaultdict(list)
     for claim in claims:
+        if claim.entry_id in stale:
+            continue
         stronger = (escalate_to or claim.escalate_to) if claim.kind == "escalation" else None
         groups[(claim.schema_name, claim.schema_version, json.dumps(claim.schema_body, sort_keys=True),
                 stronger)].append(claim)  # fmt: skip
     summaries: list[RunSummary] = []
+    pending = list(groups.items())
     with ExitStack() as stack:
         opened: dict[str | None, tuple[Settings, Any]] = {}
-        for (*_, stronger), group in groups.items():
+        while pending:
+            (*_, stronger), group = pending.pop(0)
             schema = _schema_of(sessions, group, settings.queue_max_attempts)
             if schema is None:
                 continue
             if stronger not in opened:
-                reading = settings.model_copy(update=escalation_overrides(stronger)) if stronger else settings
-                opened[stronger] = (reading, stack.enter_context(checked_engines(reading)))
+                waiting = [group, *(later for _, later in pending)]
+                opened[stronger] = _open(stack, sessions, worker, settings, stronger, waiting)
             reading, engines = opened[stronger]
             context = new_context(
                 sessions, reading, schema, engines, flow="reprocess_failed", source=schema.source,
@@ -97,6 +118,47 @@ def reprocess_failed(
             records = chunked((c.record_id for c in group), settings.chunk_size)
             summaries.append(run_chunks(context, records, replayed if not summaries else 0))
     return summaries
+
+
+def dead_here(workers: set[str], own: str) -> set[str]:
+    """Of `workers` (named `host:pid`, worker_name), those of this host whose process is gone.
+
+    A pid another process has since taken looks alive: that worker is then found dead by its heartbeat,
+    a run lease later (db.claims.mark_crashed), as a worker of another host always is."""
+    host = socket.gethostname()
+    gone = set()
+    for name in workers - {own}:
+        where, _, pid = name.rpartition(":")
+        if where == host and pid.isdigit() and not _alive(int(pid)):
+            gone.add(name)
+    return gone
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process (PermissionError): alive
+        return True
+    return True
+
+
+def _open(stack: ExitStack, sessions: Any, worker: str, settings: Settings, stronger: str | None,
+          waiting: list[list[Claim]]) -> tuple[Settings, Any]:  # fmt: skip
+    """The settings and opened engines of the reader `stronger` (None: the retries' own); where it cannot
+    be opened, give back the claims not yet read (`waiting`) and raise ReaderUnavailable, one line."""
+    reading = with_stored_reader(settings) if stronger is None else reader_settings(settings, stronger)
+    try:
+        return reading, stack.enter_context(checked_engines(reading))
+    except Exception as exc:  # whatever stops it opening, the claims must not outlive this worker
+        with sessions() as session:
+            count = give_back(session, worker, [c.entry_id for group in waiting for c in group])
+        who = f"the stronger reader {stronger}" if stronger else "the retries' reader"
+        raise ReaderUnavailable(
+            redact(f"{who} cannot be opened ({exc}); {count} claimed queue entries are waiting again: start "
+                   "it, or read them with another (`formwork retry --escalate-to ...`)")
+        ) from exc  # fmt: skip
 
 
 def _schema_of(sessions: Any, group: list[Claim], max_attempts: int) -> Schema | None:

@@ -8,6 +8,7 @@ Kept apart from the runner so that what a run promises is read in one place, as 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,8 +19,12 @@ from formwork.schemas.registry import Schema
 from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.confidence.policy import Policy
 from formwork.tasks.engines.base import Engine
+from formwork.tasks.engines.models import BUNDLED
 from formwork.tasks.evaluation.key import calibration_key, escalation_key
-from formwork.tasks.settings import Settings
+from formwork.tasks.redact import redact
+from formwork.tasks.settings import Settings, escalation_overrides
+
+_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^@/\s]*@")
 
 
 @dataclass(frozen=True)
@@ -46,3 +51,39 @@ def run_policy(session: Session, settings: Settings, schema: Schema, engines: tu
     reach = (certified_fields(session, escalation_key(settings, schema, engines))
              if settings.escalate_to and not (escalating or measuring) else None)  # fmt: skip
     return RunPolicy(options, applied, reach)
+
+
+def stored_reader(spec: str, settings: Settings) -> str:
+    """`escalate_to` as a queue entry keeps it: the reader whole, whichever worker reads it, and no secret.
+
+    `@MODE` alone means this run's model in another mode, and `NAME` alone this run's mode: stored bare,
+    a worker with another model read it with that one (`@two-readings` read by the bundled 135M). A
+    server's URL is stored redacted (the worker takes the password from its own settings). The same
+    server or GGUF file in another mode has no name in `escalate_to`: that spec is kept as it is.
+    """
+    overrides = escalation_overrides(spec)
+    if overrides.get("engine") in ("vllm", "openai"):
+        return redact(spec)
+    if "local_model" not in overrides and (settings.engine != "local" or settings.local_model_path):
+        return spec
+    name = overrides.get("local_model") or settings.local_model or BUNDLED.name
+    return f"{name}@{overrides.get('mode', settings.mode)}"
+
+
+def with_stored_reader(settings: Settings) -> Settings:
+    """The run's settings with `escalate_to` as its queue entries store it (stored_reader)."""
+    if not settings.escalate_to:
+        return settings
+    return settings.model_copy(update={"escalate_to": stored_reader(settings.escalate_to, settings)})
+
+
+def reader_settings(settings: Settings, spec: str) -> Settings:
+    """The settings that read an escalation to `spec` (as stored, or a worker's `--escalate-to`): the
+    worker's own `escalate_to` where it names the same reader, since it holds the server's password the
+    queue never does; else `spec`, with any user and password taken out of its URL (never sent as ***)."""
+    own = settings.escalate_to
+    if own and stored_reader(own, settings) == spec:
+        return settings.model_copy(update=escalation_overrides(own))
+    overrides = escalation_overrides(spec)
+    bare = {k: _USERINFO.sub(r"\g<scheme>", v) if k.endswith("_url") else v for k, v in overrides.items()}
+    return settings.model_copy(update=bare)

@@ -51,7 +51,7 @@ def retry(
 
     from formwork.db.keeping import DatabaseUnavailable
     from formwork.flows.prefect_env import cli_flows, explained
-    from formwork.flows.reprocess_failed import reprocess_failed, secret_overrides
+    from formwork.flows.reprocess_failed import ReaderUnavailable, reprocess_failed, secret_overrides
     from formwork.tasks.settings import Settings
 
     overrides = _parse_overrides(set_ or [])
@@ -68,7 +68,7 @@ def retry(
     try:
         with (
             cli_flows(),
-            explained(*gone),
+            explained(*gone, ReaderUnavailable),
             database_in_environment(url),
             settings_in_environment(hidden),
         ):
@@ -76,6 +76,8 @@ def retry(
                                          escalate_to=escalate_to)  # fmt: skip
     except gone as exc:
         fail(database_gone(exc), code=1)
+    except ReaderUnavailable as exc:
+        fail(str(exc))
     if not summaries:
         out.print("nothing due in the retry queue")
     for summary in summaries:
@@ -84,12 +86,15 @@ def retry(
 
 
 def queue(
-    state: Annotated[str | None, typer.Option(help="waiting, claimed or dead")] = None,
+    state: Annotated[
+        str | None, typer.Option(help="waiting, claimed, dead or stale (its text changed)")
+    ] = None,
     limit: Annotated[int, typer.Option(min=1, help="show at most N entries")] = 50,
     db: DbOption = None,
 ) -> None:
     """Show the retry queue: entries, attempts, next try and last error."""
     from formwork.db.queue import list_entries, queue_counts
+    from formwork.tasks.redact import redact
 
     with opened(db) as session:
         counts, entries = queue_counts(session), list_entries(session, state, limit)
@@ -107,10 +112,10 @@ def queue(
     ):
         table.add_column(column, overflow="fold")
     for e in entries:
-        waits = f"escalation: {e.escalate_to}" if e.kind == "escalation" else "retry"
+        waits = f"escalation: {redact(e.escalate_to or '')}" if e.kind == "escalation" else "retry"
         table.add_row(
             str(e.id), str(e.record_id), f"{e.schema_name}@v{e.schema_version}", e.state, waits,
-            str(e.attempts), e.next_attempt_at.strftime("%Y-%m-%d %H:%M:%S"), e.last_error[:200],
+            str(e.attempts), e.next_attempt_at.strftime("%Y-%m-%d %H:%M:%S"), redact(e.last_error)[:200],
         )  # fmt: skip
     out.print(table)
 
