@@ -34,7 +34,7 @@ class RunSummary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
-    ungrounded: int = 0  # values the text did not back (each one a field failure)
+    ungrounded: int = 0  # values the judge refused as not backed by the text (never one dropped as unsure)
     nulled: int = 0  # fields set to null in `partial` results
     cut: int = 0  # records whose text was cut to fit the context (never `ok`)
     split: int = 0  # records read in parts (tasks.long): a first formatting call per part
@@ -81,6 +81,14 @@ class RunSummary:
         runs = ", ".join(str(run) for run in self.held.runs) or "none now"
         until = f" until {self.held.until:%H:%M:%S} UTC" if self.held.until else ""
         return f"{self.held.records} (run {runs}{until})"
+
+
+def _not_backed(evidence: list[dict[str, Any]]) -> set[str]:
+    """The paths whose value the grounding found the text does not back. Not the `refused` rows the
+    schema's conforming adds for every null the judge or the policy left (a refused value has its own
+    grounding row, and a value dropped as unsure was backed): counting those counted one value twice,
+    and every unsure one as unbacked."""
+    return {e["path"] for e in evidence if not e.get("grounded", True) and e.get("kind") != "refused"}
 
 
 def latest_run_id(session: Session) -> int | None:
@@ -131,7 +139,7 @@ def run_summary(session: Session, run_id: int) -> RunSummary:
     ).yield_per(1000):
         summary.values += len(trust or [])
         summary.certified += sum(1 for t in trust or [] if t.get("certified"))
-        summary.ungrounded += sum(1 for e in evidence or [] if not e.get("grounded", True))
+        summary.ungrounded += len(_not_backed(evidence or []))
         summary.nulled += len(nulled or [])
         summary.cut += any(e.startswith(CUT) for e in errors or [])
         summary.incomplete += any(e.startswith(INCOMPLETE) for e in errors or [])
@@ -187,6 +195,7 @@ def result_rows(
                 "data": None if result.status == "failed" else result.data,
                 "unchecked": result.data if result.status == "failed" else None,
                 "evidence": result.evidence,
+                "trust": result.trust,  # each value's readings, score and state (flows.delivered)
             }
         )
     return rows

@@ -100,6 +100,10 @@ def decide(schema: Schema, readings: dict[str, Verdict], policy: Policy, offered
     status = "ok" if policy.vouched and certified and not errors and not nulled else "partial"
     verdict = Verdict(status, data, errors, sorted(set(nulled)), [], evidence, values, trust)
     done = as_written(schema, verdict, {parse_path(p) for p in verdict.nulled})
+    # conforming lists every null given it as `refused`: here a reading's refusal (its own evidence has
+    # the row already) or a value dropped as unsure (backed by the text; its trust row says why)
+    added = [row for row in done.evidence[len(evidence) :] if row["kind"] != "refused"]
+    done = replace(done, evidence=[*evidence, *added])
     unsure_only = read_well and done.status == "partial" and policy.kind != "measuring"
     return replace(done, trust=trust, unsure_only=unsure_only)
 

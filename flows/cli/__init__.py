@@ -103,7 +103,8 @@ def run(
 ) -> None:
     """Extract SCHEMA from every record of INPUT; show progress and a summary table.
 
-    Exits 3 when records are left without a result because another run holds them (see --wait)."""
+    Exits 3 when records are left without a result because another run holds them (see --wait), 4 when
+    every record of the run failed."""
     from sqlalchemy.exc import OperationalError
 
     from formwork.db.keeping import DatabaseUnavailable
@@ -163,6 +164,9 @@ def run(
     out.print(f"results: formwork results --run {summary.run_id} [--status failed] [--format jsonl]")
     if summary.held.records:
         fail(_held_message(summary.held), code=3)
+    if summary.records and summary.statuses.get("failed", 0) == summary.records:
+        fail(f"every record of run {summary.run_id} failed ({summary.records} of {summary.records}): see why "
+             f"with `formwork results --run {summary.run_id}`", code=4)  # fmt: skip
 
 
 def _held_message(held: Holders) -> str:
