@@ -191,3 +191,28 @@ def test_a_wrong_mark_whose_right_value_is_the_runs_own_counts_neither_way(
     fixed = runner.invoke(app, ["audit", "check", str(_write(tmp_path / "b.jsonl", rows)), "--db", db_url])
     assert _words(fixed.output).count("marks who wrong") == sum(said_wrong) - 1
     assert _table(fixed.output)["who"][0] == "36/37", fixed.output
+
+
+def test_the_page_saves_answers_under_its_database_and_everything_it_shows(db_url: str) -> None:
+    """Issue 54 point 20: the key the page's answers are saved under changes with the database, a text
+    or a value shown, and only with them (the browser side: tests/test_audit_page_integrity.py)."""
+    import re
+
+    from formwork.db.audits import database_identity, run_rows, run_schema
+    from formwork.db.models import Run
+    from formwork.flows.audit import render_audit
+
+    store_run(db_url, 5)
+    with session_factory(db_url)() as session:
+        run = session.get(Run, 1)
+        rows, schema, database = run_rows(session, 1), run_schema(run), database_identity(session, run)
+        assert database_identity(session, run) == database  # the same database: the same stamp
+
+    def key(rows: list, database: str = database) -> str:
+        page = render_audit(1, schema, rows, 1, 5, None, database)
+        return json.loads(re.search(r'id="audit-data">(.*?)</script>', page)[1])["page"]
+
+    changed = {"value": [replace(rows[0], data={**rows[0].data, "who": "Else"}), *rows[1:]],
+               "text": [replace(rows[0], text=rows[0].text + " "), *rows[1:]]}  # fmt: skip
+    assert key(rows) == key(list(rows))
+    assert len({key(rows), key(rows, "another database"), *(key(r) for r in changed.values())}) == 4
