@@ -8,12 +8,24 @@ are made by tasks.decide from readings the real judge judged (tests/test_decide.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
+import re
+from pathlib import Path
 from typing import Any
 
+from typer.testing import CliRunner
+
+from formwork.db.session import session_factory
+from formwork.db.store import QueuePolicy, finish_run, save_outcomes, start_run, store_records
+from formwork.flows.cli import app
 from formwork.flows.delivered import NO_POLICY, certified_only, every_value, top_fields
 from formwork.schemas.registry import load_schema
+from formwork.tasks.calls import Outcome
 from formwork.tasks.decide import decide
-from tests.test_decide import BODY, CALIBRATED, SCHEMA, read
+from formwork.tasks.sources.records import InputRecord
+from tests.test_decide import BODY, CALIBRATED, SCHEMA, TEXT, read
 
 EXPENSE = top_fields(load_schema("expense").body)
 
@@ -179,3 +191,46 @@ def test_a_failed_row_hands_out_no_value_and_a_row_without_a_policy_none_as_cert
     found = every_value(EXPENSE, plain)  # calibration off: the judge kept it, nothing certified it
     assert (found["who"].value, found["who"].state, found["who"].why) == ("Tom", "unsure", NO_POLICY)
     assert found["project"].state == "none" and certified_only(EXPENSE, plain)["who"] is None
+
+
+def test_results_have_a_column_per_schema_field_even_one_dropped_in_every_row(tmp_path: Path) -> None:
+    """Issue 51: the CSV's columns were the keys some row kept, so a field dropped in every row (a
+    critical amount the schema cannot hold as null) had no column. Now every schema field has its value
+    and state columns; the table marks the unsure value; --certified-only leaves it out."""
+    url = f"sqlite:///{tmp_path}/delivered.db"
+    texts = {"lunch": TEXT, "dinner": TEXT.replace("lunch", "dinner")}
+    with session_factory(url)() as session:
+        ids = store_records(session, "test", [InputRecord(k, t) for k, t in texts.items()])
+        run_id = start_run(session, SCHEMA, flow="test", source="test", engine="local",
+                           reasoning_model="test", formatting_model="test")  # fmt: skip
+        outcomes = []
+        for record_id in ids:  # the readings disagree on the amount, each unsure: dropped in every row
+            two_pass = read(who=("Maria", 0.99), amount=(3, 0.6), category=("meals", 0.99))
+            notes_free = read(who=("Maria", 0.99), amount=(42.8, 0.6), category=("meals", 0.99))
+            verdict = decide(SCHEMA, {"two-pass": two_pass, "notes-free": notes_free}, CALIBRATED, {}, False)
+            assert "amount" not in verdict.data
+            outcomes.append(Outcome(record_id, verdict, 1))
+        save_outcomes(session, run_id, SCHEMA, outcomes, QueuePolicy())
+        finish_run(session, run_id)
+
+    written = CliRunner().invoke(app, ["results", "--db", url, "--format", "csv"])
+    assert written.exit_code == 0, written.output
+    header, *rows = csv.reader(io.StringIO(written.stdout))
+    assert header[7:] == ["who", "who_state", "amount", "amount_state", "category", "category_state"]
+    by_key = {row[0]: dict(zip(header, row, strict=True)) for row in rows}
+    assert {k: (r["who_state"], r["amount_state"]) for k, r in by_key.items()} == dict.fromkeys(
+        texts, ("certified", "unsure"))  # fmt: skip
+    assert by_key["lunch"]["amount"] in ("3", "42.8") and by_key["lunch"]["who"] == "Maria"
+
+    safe = CliRunner().invoke(app, ["results", "--db", url, "--format", "csv", "--certified-only"])
+    header, *rows = csv.reader(io.StringIO(safe.stdout))
+    lunch = dict(zip(header, rows[0], strict=True))
+    assert (lunch["who"], lunch["amount"], lunch["amount_state"]) == ("Maria", "", "unsure")
+
+    lines = CliRunner().invoke(app, ["results", "--db", url, "--format", "jsonl"]).stdout.splitlines()
+    values = json.loads(lines[0])["values"]
+    assert list(values) == ["who", "amount", "category"] and values["amount"]["state"] == "unsure"
+    assert values["amount"]["why"].startswith("unsure (score") and values["who"]["state"] == "certified"
+
+    table = CliRunner().invoke(app, ["results", "--db", url]).stdout
+    assert re.search(r"lunch\s+partial who=Maria amount=(3|42\.8)\? category=meals", table), table

@@ -264,9 +264,11 @@ def test_results_table_gives_each_record_two_lines_at_80_columns(stored_run: str
             list(records.values())[-1].append(line)
     assert all(1 <= len(r) <= 2 and all(cell_len(line) <= 80 for line in r) for r in records.values())
     lunch, taxi, blank, invented = (" ".join(" ".join(records[k]).split()) for k in records)
-    assert lunch.startswith("lunch ok who=Maria date=2024-03-14 amount=42.8 currency=USD category=meals")
-    assert taxi.startswith("taxi partial date=2024-05-02 amount=35 currency=EUR")
-    assert taxi.endswith("who:dropped category:dropped")  # one word each; the reasons in full: jsonl
+    # every field in the schema's order; these rows are judged with no policy, so nothing certifies a
+    # value and each is marked unsure (`?`); a refused one is a word (flows.delivered, issue 51)
+    assert lunch.startswith("lunch ok who=Maria? date=2024-03-14? amount=42.8? currency=USD? category=meals?")
+    assert taxi.startswith("taxi partial who:refused date=2024-05-02? amount=35? currency=EUR?")
+    assert taxi.endswith("category=travel? project=null")  # the reasons in full: jsonl
     assert blank == "blank failed no JSON came back (finish length)"
     assert invented.startswith("invented failed") and "amount=" not in invented  # a failed row keeps none
     assert "choose the value the text supports" not in shown.output  # the model's feedback stays out
@@ -296,7 +298,7 @@ def test_a_failed_rows_answer_is_never_its_data(stored_run: str) -> None:
         csv.reader(io.StringIO(runner.invoke(app, ["results", "--db", stored_run, "-f", "csv"]).stdout))
     )
     row = next(r for r in table if r[0] == "invented")
-    assert row[7:] == [""] * (len(table[0]) - 7) and "1.5" not in row
+    assert row[7::2] == [""] * 6 and row[8::2] == ["refused"] * 6 and "1.5" not in row  # value, state
 
 
 def test_jsonl_and_csv_carry_the_verdict_and_the_detail(stored_run: str) -> None:

@@ -1,9 +1,15 @@
-"""`formwork results [--run N] [--status S] [--format table|jsonl|csv]`: stored results for a person
-or for the next program.
+"""`formwork results [--run N] [--status S] [--format table|jsonl|csv] [--certified-only]`: stored
+results for a person or for the next program.
 
-The table gives each record one or two lines at 80 columns: its key and status, the values the row
-kept, then each other field in one word (`who:dropped`, `category:unsure`); a failed row keeps
-nothing, so it shows why it failed instead. The reasons in full are in `--format jsonl` (`verdicts`,
+Every value the model read is given with its state (flows.delivered): `certified`, `unsure` (read,
+nothing vouches for it), `refused` (the judge refused it) or `none`. The table gives each record one
+or two lines at 80 columns: its key and status, then each field in the schema's order, a certified
+value plain (`who=Maria`), an unsure one marked (`who=Maria?`), a refused one in a word
+(`project:refused`); a failed row keeps nothing, so it shows why it failed instead. CSV has two
+columns per schema field, always, whatever the rows hold: the value (empty when null) and
+`FIELD_state`; JSONL has `values` (field -> value, state, score, why) beside `data`, the kept values.
+`--certified-only` gives the safe reading: only certified values, every other one empty (its state
+still says why). The reasons in full are in `--format jsonl` (`verdicts`,
 beside the judge's `errors`) and on the review page. A failed row's answer was never checked, so no
 format gives it as `data`: JSONL carries it as `unchecked`, CSV not at all. The table shows an id's or
 value's control characters escaped (ESC as `\\x1b`: a record's text never retitles or clears the
@@ -22,6 +28,7 @@ from rich.cells import cell_len
 from rich.text import Text
 
 from formwork.flows.cli.common import DbOption, Status, chosen_run, opened, out, printable
+from formwork.flows.delivered import every_value, top, top_fields
 
 COLOURS = {"ok": "green", "partial": "yellow", "failed": "red"}
 SHORTER = (28, 16, 10)  # a kept value's most characters, tried in turn until the record fits two lines
@@ -37,42 +44,70 @@ def results(
     run: Annotated[int | None, typer.Option("--run", help="a run id (default: the latest run)")] = None,
     status: Annotated[Status | None, typer.Option(help="ok, partial or failed")] = None,
     format: Annotated[Format, typer.Option("--format", "-f", help="table, jsonl or csv")] = Format.table,
+    certified_only: Annotated[
+        bool, typer.Option("--certified-only", help="only certified values; every other one empty")
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Show stored results: a table to read, or JSONL/CSV for the next program."""
+    from formwork.db.models import Run
     from formwork.db.queries import result_rows
     from formwork.flows.verdicts import verdict_rows
 
     with opened(db) as session:
         run_id = chosen_run(session, run)
         rows = result_rows(session, run_id, status.value if status else None)
+        stored = session.get(Run, run_id)
+        fields = top_fields(stored.schema_body if stored else None) or _seen(rows)
+        which = (stored.confidence or {}).get("calibration") if stored else None
+    for row in rows:
+        found = every_value(fields, row, f"calibration {which}" if which else None)
+        row["values"] = {name: d.as_dict() | ({"value": None} if certified_only and d.state != "certified"
+                                              else {}) for name, d in found.items()}  # fmt: skip
     if format is Format.jsonl:
         for row in rows:
             sys.stdout.write(json.dumps(row | {"verdicts": verdict_rows(row)}, ensure_ascii=False) + "\n")
     elif format is Format.csv:
-        _write_csv(rows)
+        _write_csv(rows, fields)
     else:
         _print_results(rows, run_id)
 
 
-def _write_csv(rows: list[dict]) -> None:
-    """One line per record; a cell that begins like a spreadsheet formula is text (tasks.spreadsheet)."""
+def _seen(rows: list[dict[str, Any]]) -> list[str]:
+    """The fields a run that stored no schema body (one from before 0002_integrity) shows: those its rows
+    hold, in the order first seen."""
+    held = [
+        [
+            *(row.get("data") or row.get("unchecked") or {}),
+            *(top(e["path"]) for e in row.get("evidence") or []),
+        ]
+        for row in rows
+    ]
+    return list(dict.fromkeys(key for keys in held for key in keys))
+
+
+def _write_csv(rows: list[dict], fields: list[str]) -> None:
+    """One line per record, a value and a state column per schema field (the shape never depends on
+    the rows); a cell that begins like a spreadsheet formula is text (tasks.spreadsheet)."""
     from formwork.flows.verdicts import summary_line
     from formwork.tasks.spreadsheet import Writer
 
-    fields = sorted({key for row in rows for key in (row["data"] or {})})
     writer = Writer(sys.stdout)
     writer.writerow(
         ["record", "status", "reasoning_finish", "formatting_finish", "attempts", "errors", "verdicts",
-         *fields]
+         *(column for f in fields for column in (f, f"{f}_state"))]
     )  # fmt: skip
     for row in rows:
-        data = row["data"] or {}
-        values = [json.dumps(v, ensure_ascii=False) if isinstance(v, list | dict) else v for v in
-                  (data.get(f) for f in fields)]  # fmt: skip
+        cells = []
+        for name in fields:
+            value, state = row["values"][name]["value"], row["values"][name]["state"]
+            cells += [
+                json.dumps(value, ensure_ascii=False) if isinstance(value, list | dict) else value,
+                state,
+            ]
         writer.writerow([row["record"], row["status"], row["reasoning_finish"], row["formatting_finish"],
                          row["attempts"], "; ".join(row["errors"]), summary_line(row).replace("\n", "; "),
-                         *values])  # fmt: skip
+                         *cells])  # fmt: skip
 
 
 def _shown(value: Any, most: int) -> str:
@@ -81,18 +116,25 @@ def _shown(value: Any, most: int) -> str:
     return text if len(text) <= most else text[: most - 1] + "…"
 
 
+def _field_word(name: str, found: dict[str, Any], most: int) -> str:
+    """`who=Maria` certified, `who=Maria?` unsure, `who=null` none, `who:refused` (or `who:unsure`
+    where --certified-only left the value out)."""
+    if found["state"] == "refused" or (found["state"] == "unsure" and found["value"] is None):
+        return printable(f"{name}:{found['state']}")
+    return printable(f"{name}=") + _shown(found["value"], most) + ("?" if found["state"] == "unsure" else "")
+
+
 def _words(row: dict[str, Any], most: int) -> list[str]:
-    """The record's kept values (`name=value`), then a word for each other field, or why it failed."""
+    """Each field's word in the schema's order (`_field_word`), or, for a failed row, a word for each
+    field the judge refused; then the row's own problem."""
     from formwork.flows.verdicts import field_verdicts
 
     verdicts, problems = field_verdicts(row)
-    other = {v.path: v.kind for v in verdicts if v.kind != "kept"}
-    held = {path.split(".")[0].split("[")[0] for path in other}  # the top fields they belong to
-    words = []
-    if row["status"] != "failed":
-        words += [f"{name}={_shown(value, most)}" for name, value in (row["data"] or {}).items()
-                  if name not in held]  # fmt: skip
-    words += [printable(f"{path}:{kind}") for path, kind in other.items()]
+    if row["status"] == "failed":
+        words = [printable(f"{v.path}:{v.kind}") for v in verdicts if v.kind != "kept"]
+    else:
+        values = row.get("values") or {f: d.as_dict() for f, d in every_value(_seen([row]), row).items()}
+        words = [_field_word(name, found, most) for name, found in values.items()]
     return words + [printable(word) for said, _ in problems for word in said.split()]  # a row's problem
 
 
