@@ -9,6 +9,9 @@ chunk waits for another to drain.
 Each finished record goes to the chunk's `RecordWriter` (db.writer), which stores it with its calls
 within about a second, in a group with whatever else finished meanwhile: a run killed in the middle of
 a chunk loses at most the last second of finished work, and the next run takes up only the rest.
+Each answered model call is stored that way too, before its record ends (db.writer's `EarlyCalls`:
+a long list read item by item makes a call per unit, over minutes), and the next run that reads the
+record takes those answers instead of paying for them again.
 
 Prefect retries nothing here, so no retry can repeat a paid call: an engine error fails its record
 (retryable ones wait in the retry queue), and a database that goes away is waited for within the
@@ -20,9 +23,10 @@ run stores before it calls any model.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -39,10 +43,10 @@ from formwork.db.models import Record
 from formwork.db.queries import earlier_rows
 from formwork.db.queue import unclaim
 from formwork.db.store import QueuePolicy
-from formwork.db.writer import RecordWriter
+from formwork.db.writer import EarlyCalls, RecordWriter
 from formwork.flows.progress import record_done
 from formwork.schemas.registry import Schema
-from formwork.tasks.calls import ExtractOptions, Outcome
+from formwork.tasks.calls import ANSWERS, ExtractOptions, Outcome
 from formwork.tasks.engines.base import Engine
 from formwork.tasks.escalation import combine
 from formwork.tasks.extract import extract_safely, input_problem
@@ -70,6 +74,8 @@ class RunContext:
     review_dir: Path | None = None  # where each run writes its review page (linked from Prefect)
     wait: bool = False  # records another run holds: wait for its lease to lapse, then process them
     escalating: bool = False  # reading rows another reader left unsure: their certified values join
+    # set when the run is told to stop (SIGTERM, flows.runner): no record starts after it
+    stopping: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass(frozen=True)
@@ -80,10 +86,11 @@ class ChunkDone:
     held: list[int]
 
 
-def _claimed_rows(context: RunContext, record_ids: list[int]
+def _claimed_rows(context: RunContext, record_ids: list[int], early: EarlyCalls
                   ) -> tuple[list[Any], list[int], dict[int, dict[str, Any]]]:  # fmt: skip
-    """Claim the chunk's records (overlapping runs split the work) and read those still pending; also
-    return the records another run holds and, when escalating, each record's stored row."""
+    """Claim the chunk's records (overlapping runs split the work) and read those still pending, with
+    the answers killed runs stored for them (`early`); also return the records another run holds and,
+    when escalating, each record's stored row."""
     schema = context.schema
 
     def claim() -> tuple[Claimed, list[Any], dict[int, dict[str, Any]]]:
@@ -97,6 +104,7 @@ def _claimed_rows(context: RunContext, record_ids: list[int]
             earlier = (
                 earlier_rows(session, claimed.todo, schema.name, schema.version) if context.escalating else {}
             )
+            early.load(session, claimed.todo)
             session.commit()
         return claimed, rows, earlier
 
@@ -109,26 +117,45 @@ def _claimed_rows(context: RunContext, record_ids: list[int]
 @task(name="process_chunk", cache_policy=NO_CACHE)
 def process_chunk(context: RunContext, record_ids: list[int]) -> ChunkDone:
     """Process the records of one chunk that have no result yet, storing each as it finishes; return
-    their statuses and the records another run holds."""
-    rows, held, earlier = _claimed_rows(context, record_ids)
+    their statuses and the records another run holds; a chunk begun after the run was told to stop
+    claims nothing and does nothing."""
+    if context.stopping.is_set():
+        return ChunkDone([], [])
+    early = EarlyCalls(context.sessions, context.run_id, context.database)
+    try:
+        return _process(context, record_ids, early)
+    finally:
+        early.close()
+
+
+def _process(context: RunContext, record_ids: list[int], early: EarlyCalls) -> ChunkDone:
+    rows, held, earlier = _claimed_rows(context, record_ids, early)
 
     def save(outcomes: Sequence[Outcome]) -> None:
+        left, settled = early.taken(outcomes)  # calls stored as they were answered are not stored again
         try:
-            save_chunk(context.sessions, context.run_id, context.schema, outcomes, context.queue,
+            save_chunk(context.sessions, context.run_id, context.schema, left, context.queue,
                        context.database)  # fmt: skip
         except DatabaseUnavailable:
-            context.journal.write(outcomes)
+            context.journal.write(left)
+            return
+        early.settle(settled)
 
     with RecordWriter(save, name=f"formwork-writer-{context.run_id}") as writer:
 
         def one(row: Any) -> Outcome | None:
-            if context.database.closed:
-                return None  # the run stops: no new paid call whose result could not be stored
+            if context.database.closed or context.stopping.is_set():
+                return None  # the run stops: no new paid call (nor one whose result could not be stored)
             if row.problem:
                 outcome = input_problem(row.id, row.problem)
             else:
                 engines = (context.reasoner, context.formatter)
-                outcome = extract_safely(row.id, row.text, context.schema, engines, context.options, row.meta)
+                answers = ANSWERS.set(early)  # each answered call stored at once, or taken from a killed run
+                try:
+                    outcome = extract_safely(row.id, row.text, context.schema, engines, context.options,
+                                             row.meta)  # fmt: skip
+                finally:
+                    ANSWERS.reset(answers)
                 if (
                     row.id in earlier and outcome.verdict.status != "failed"
                 ):  # the stronger reader's values join

@@ -7,10 +7,12 @@ modes, with no cycle between them.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from formwork.schemas.registry import Schema
+from formwork.tasks.answers import request_key
 from formwork.tasks.confidence.policy import Policy
 from formwork.tasks.engines.base import Completion, Engine, EngineError, JsonSchema, Message, Sampling
 from formwork.tasks.fit import cut_verdict
@@ -148,8 +150,27 @@ class Outcome:
             self.verdict = cut_verdict(self.verdict, cut_to)
 
 
+class Answers(Protocol):
+    """Where a run keeps each answered call at once, and finds the answers a killed run paid for
+    (db.writer's `EarlyCalls`): an answer lost with a killed run's record was paid for again."""
+
+    def reuse(self, record_id: int, key: str, log: CallLog) -> Completion | None:
+        """The stored answer to request `key` for this record, taken once; None where there is none."""
+        ...
+
+    def keep(self, record_id: int, key: str, log: CallLog, done: Completion) -> None:
+        """Store the answered call `log` (with `done`, its answer) now, not when its record ends."""
+        ...
+
+
+# the record's keeper of answered calls, set by the flow around each record (None: calls are kept with
+# their record only, as in evaluation and the API); a thread the record starts must copy its context
+ANSWERS: ContextVar[Answers | None] = ContextVar("formwork_answers", default=None)
+
+
 class Caller:
-    """Calls an engine and logs the call, whatever happens."""
+    """Calls an engine and logs the call, whatever happens; with `ANSWERS` set, each answered call is
+    stored at once, and an answer a killed run stored for the same request is taken instead of paid."""
 
     def __init__(self, outcome: Outcome):
         self.outcome = outcome
@@ -166,11 +187,24 @@ class Caller:
             "error",
         )
         self.outcome.calls.append(log)
+        answers, key = ANSWERS.get(), ""
+        if answers is not None:
+            key = request_key(engine.model, pass_name, messages, sampling, schema)
+            reused = answers.reuse(self.outcome.record_id, key, log)
+            if reused is not None:
+                return self._answered(log, reused)
         try:
             done = engine.complete(messages, sampling, schema)
         except EngineError as exc:
             log.error = str(exc)
             raise
+        self._answered(log, done)
+        if answers is not None:
+            answers.keep(self.outcome.record_id, key, log, done)
+        return done
+
+    @staticmethod
+    def _answered(log: CallLog, done: Completion) -> Completion:
         log.finish_reason, log.output = done.finish_reason, done.text
         log.prompt_tokens, log.completion_tokens, log.duration_s = (
             done.prompt_tokens,

@@ -25,7 +25,9 @@ total the items add up to; elsewhere the row names such units, and is not `ok`.
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextvars import copy_context
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -170,6 +172,16 @@ def _unread(name: str, read: list[tuple[str, Unit, Verdict]], text: str) -> list
     return [f"{INCOMPLETE} {len(empty)} units gave no item: {'; '.join(empty[:SHOWN])}{more}"]
 
 
+def _in_context(pool: ThreadPoolExecutor) -> Callable[..., Future]:
+    """`pool.submit` run in the caller's context: the record's keeper of answered calls
+    (tasks.calls.ANSWERS) goes with each unit, so every unit's call is stored as it is answered."""
+
+    def submit(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
+        return pool.submit(copy_context().run, function, *args, **kwargs)
+
+    return submit
+
+
 def extract_items(
     record_id: int, text: str, schema: Schema, engines: tuple[Engine, Engine], options: ExtractOptions,
     layout: Layout, per_record: PerRecord, meta: dict[str, Any] | None, outcome: Outcome,
@@ -178,7 +190,8 @@ def extract_items(
     roles, units = roles_of(schema), layout.units
     name = roles.items[0]
     workers = max(1, min(engine.max_concurrency for engine in engines))
-    with ThreadPoolExecutor(workers, thread_name_prefix="formwork-unit") as pool:
+    with ThreadPoolExecutor(workers, thread_name_prefix="formwork-unit") as threads:
+        submit = _in_context(threads)
         header = None
         if roles.headers:
             # vouched once, for the whole; one call, as the units are: a few lines' fields are copied,
@@ -186,18 +199,16 @@ def extract_items(
             mode = "one-pass" if options.mode in ("two-pass", "two-readings") else options.mode
             each = replace(options, policy=None, mode=mode)
             shown = layout.header.text(text)
-            header = pool.submit(per_record, record_id, shown, header_schema(schema), *engines, each, meta)
+            header = submit(per_record, record_id, shown, header_schema(schema), *engines, each, meta)
         each_unit = layout.reading_meta(meta, text, options.reference_date_field)
         unit = partial(_read_unit, record_id, layout=layout, text=text, schema=schema, engine=engines[0],
                        options=options, meta=each_unit)  # fmt: skip
-        results = [future.result() for future in [pool.submit(unit, i) for i in range(len(units))]]
+        results = [future.result() for future in [submit(unit, i) for i in range(len(units))]]
         read, asked = [o for o, _ in results], [m for _, m in results]
         wanted = [i for i, o in enumerate(read) if needs_second_reading(o)]
         examples = {i: nearest_example(i, read, asked, name) for i in wanted}
         again = {
-            i: pool.submit(unit, i, example=e, first=read[i].verdict)
-            for i, e in examples.items()
-            if e is not None
+            i: submit(unit, i, example=e, first=read[i].verdict) for i, e in examples.items() if e is not None
         }
         for i, second in again.items():
             read[i] = kept(read[i], second.result()[0], name)
