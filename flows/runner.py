@@ -6,11 +6,19 @@ exception is marked `crashed`, and one killed outright (no `finally` runs) is ma
 next run once its heartbeat is older than the run lease (`run_lease_s`), which also frees the records
 it held. Stored results stay, and the next run
 (or the reprocessing flow) picks up where it stopped.
+
+SIGTERM (systemd's or Docker's stop) stops a run cleanly: Prefect's own handler raised in the main
+thread, which then waited for every chunk in flight while their records went on starting (up to 400),
+and closed the run as `crashed` although all was stored (issue 54). Now the signal only tells the run
+to stop: no chunk or record starts after it, the records in hand finish and are stored, the claims on
+the rest are released, the run is closed `stopped`, and `RunStopped` says so (the CLI exits 143). The
+next run takes up the records left.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 from collections import deque
@@ -25,11 +33,12 @@ from typing import TypeVar
 from prefect import get_run_logger
 from sqlalchemy.orm import Session
 
-from formwork.db.claims import Holders, heartbeat, holders, mark_crashed
+from formwork.db.claims import Holders, heartbeat, holders, mark_crashed, release_run
 from formwork.db.journal import Journal, replay
 from formwork.db.keeping import DatabaseUnavailable, OutageWindow, is_outage, reason
 from formwork.db.models import utcnow
 from formwork.db.queries import RunSummary, run_summary
+from formwork.db.queue import release_worker
 from formwork.db.store import QueuePolicy, finish_run, start_run
 from formwork.flows.artifacts import publish_run
 from formwork.flows.chunk import RunContext, process_chunk
@@ -163,6 +172,39 @@ def beating(context: RunContext) -> Iterator[None]:
         thread.join()
 
 
+class RunStopped(RuntimeError):
+    """The run was told to stop (SIGTERM) and did: closed `stopped`, with what it stored."""
+
+    def __init__(self, summary: RunSummary) -> None:
+        self.summary = summary
+        super().__init__(
+            f"stopped by SIGTERM: run {summary.run_id} stored {summary.records} records and is marked "
+            "stopped; the records it had not begun are released: run the same command again to take them up"
+        )
+
+
+@contextmanager
+def stopped_by_sigterm(context: RunContext) -> Iterator[None]:
+    """While the block runs, SIGTERM sets `context.stopping` instead of raising in the main thread (so no
+    record starts after it, and the records in hand finish); the earlier handler is restored after.
+    Signals reach only the main thread: a run driven from another thread keeps the handler it has."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        if not context.stopping.is_set():
+            logger.warning("run %s: SIGTERM: no record starts any more; those in hand finish and are stored",
+                           context.run_id)  # fmt: skip
+        context.stopping.set()
+
+    earlier = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, earlier)
+
+
 T = TypeVar("T")
 CHUNKS_AHEAD = 2  # at least this many chunks wait in the shared pool while the oldest one drains
 
@@ -183,18 +225,26 @@ def run_chunks(context: RunContext, chunks: Iterable[list[int]], replayed: int =
     its records first; each record is stored as it finishes (flows.chunk, db.writer). `chunks` may be
     a generator that stores the input as it goes, so the first model call does not wait for the whole
     input. Records another run holds are waited for (`context.wait`), or counted in the summary, as are
-    the `replayed` records journalled by earlier runs (`replay_journals`).
+    the `replayed` records journalled by earlier runs (`replay_journals`). Told to stop (SIGTERM), it
+    starts nothing more, closes the run `stopped` once the records in hand are stored, and raises
+    `RunStopped`.
     """
     state = "crashed"
     in_flight = min(context.reasoner.max_concurrency, context.formatter.max_concurrency)
     held: list[list[int]] = []
     try:
-        with beating(context), ThreadPoolExecutor(in_flight, thread_name_prefix="formwork-record") as pool:
+        with (
+            beating(context),
+            stopped_by_sigterm(context),
+            ThreadPoolExecutor(in_flight, thread_name_prefix="formwork-record") as pool,
+        ):
             shared = replace(context, pool=pool)
             waiting: deque = deque()
             try:
                 ahead = CHUNKS_AHEAD
                 for record_ids in chunks:
+                    if context.stopping.is_set():
+                        break  # no more input is read, and no chunk claims its records
                     # twice the pool's worth of records queued, so it stays full while the oldest chunk
                     # drains and the next waits for its claims (one pool's worth left it half idle)
                     ahead = max(ahead, -(-2 * in_flight // len(record_ids)) + 1)
@@ -207,15 +257,17 @@ def run_chunks(context: RunContext, chunks: Iterable[list[int]], replayed: int =
                 for future in waiting:
                     future.wait()
             held = [ids for ids in held if ids]
-            while held and context.wait:
+            while held and context.wait and not context.stopping.is_set():
                 held = _when_free(shared, held)
-        state = "finished"
+        state = "stopped" if context.stopping.is_set() else "finished"
     finally:
         context.journal.close()
         _close(context, state)
     summary = context.database.call(lambda: _summary(context, held), "summarise the run")
     summary.replayed = replayed
     publish_run(context.sessions, summary, context.review_dir)
+    if state == "stopped":
+        raise RunStopped(summary)
     return summary
 
 
@@ -224,6 +276,10 @@ def _close(context: RunContext, state: str) -> None:
 
     def finish() -> None:
         with context.sessions() as session:
+            if state == "stopped":  # the records (and retry-queue entries) it had not begun go back
+                release_run(session, context.run_id)
+                if context.worker is not None:
+                    release_worker(session, context.worker, utcnow())
             finish_run(session, context.run_id, state)
 
     try:

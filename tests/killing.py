@@ -1,8 +1,10 @@
-"""Kill a real `formwork run` the moment it has stored something: the one fault no engine can fake.
+"""Kill (or stop) a real `formwork run` the moment it has stored something: the one fault no engine can fake.
 
 Shared by the fault tests (a run killed between chunks) and the durability tests (a run killed inside
-one chunk): both start the CLI in its own process group, wait until the database shows a result,
-SIGKILL the whole group (so an engine core or a server child dies too) and check it really died so.
+one chunk, or inside one record's calls): each starts the CLI in its own process group, waits until
+the database shows what it waits for, SIGKILLs the whole group (so an engine core or a server child
+dies too) and checks it really died so. `stop_at_first` sends SIGTERM instead, as a service manager
+stops a run, and measures how soon it exits.
 """
 
 from __future__ import annotations
@@ -55,3 +57,35 @@ def kill_at_first_result(
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
+
+
+def stop_at_first(
+    command: list[str], env: dict[str, str], log_path: Path, stored: Callable[[], object], limit_s: float,
+    stop_within_s: float,
+) -> tuple[int, float]:  # fmt: skip
+    """Run `command`, send its process SIGTERM (as Docker's stop does) once `stored()` is truthy; return
+    its exit status and how long it took to exit after the signal (fail past `stop_within_s`)."""
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            command, cwd=vf.REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + limit_s
+        while not stored():
+            if proc.poll() is not None:
+                pytest.fail(f"formwork exited ({proc.returncode}) before SIGTERM:\n{log_path.read_text()}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"nothing stored after {limit_s:.0f} s:\n{log_path.read_text()}")
+            time.sleep(0.05)
+        signalled = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=stop_within_s)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running {stop_within_s:.0f} s after SIGTERM:\n{log_path.read_text()}")
+        return proc.returncode, time.monotonic() - signalled
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
