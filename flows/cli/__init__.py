@@ -111,6 +111,7 @@ def run(
     from formwork.db.store import SchemaChanged
     from formwork.flows.batch_extract import batch_extract
     from formwork.flows.progress import listening
+    from formwork.flows.runner import RunStopped
     from formwork.schemas.registry import SchemaProblem
     from formwork.tasks.engines.base import EngineError
     from formwork.tasks.sources import SourceProblem
@@ -133,7 +134,7 @@ def run(
             with (
                 listening(advance),
                 cli_flows(),
-                explained(*problems, *gone),
+                explained(*problems, *gone, RunStopped),
                 database_in_environment(resolve_db(db)),
                 source_in_environment(input) as source,
             ):
@@ -149,6 +150,9 @@ def run(
         except gone as exc:
             progress.stop()
             fail(database_gone(exc), code=1)
+        except RunStopped as exc:  # SIGTERM: the run stopped cleanly; 143 as a shell reports it
+            progress.stop()
+            fail(str(exc), code=143)
     table = Table(title=f"run {summary.run_id}: {summary.schema}, {summary.records} records, {summary.state}")
     table.add_column("what")
     table.add_column("count", justify="right")
