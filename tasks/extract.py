@@ -30,7 +30,7 @@ from formwork.schemas.budget import format_budget
 from formwork.schemas.registry import Schema
 from formwork.tasks.calls import BUDGET_CAP, RANK, Caller, ExtractOptions, Outcome, better
 from formwork.tasks.confidence.features import candidate_counts
-from formwork.tasks.decide import decide
+from formwork.tasks.decide import decide, held_for_person
 from formwork.tasks.engines.base import Completion, Engine, EngineError, Sampling
 from formwork.tasks.fit import fit_source
 from formwork.tasks.grounding.anchors import anchored_reference
@@ -157,12 +157,13 @@ def held_to_policy(schema: Schema, text: str, meta: dict[str, Any] | None, outco
                    options: ExtractOptions) -> Outcome:  # fmt: skip
     """The record's row from its readings, each value held to the run's policy (tasks.decide)."""
     if options.policy is None:
+        outcome.verdict = held_for_person(outcome.verdict, text)
         return outcome
     readings = outcome.readings or {options.mode: outcome.verdict}
     reference, anchor = anchored_reference(meta, options.reference_date_field)
     offered = candidate_counts(options.formatting_grammar(schema, text, meta))
     competes = dates_compete(text, reference, anchor)
-    outcome.verdict = decide(schema, readings, options.policy, offered, competes)
+    outcome.verdict = decide(schema, readings, options.policy, offered, competes, text)
     return outcome
 
 
