@@ -146,11 +146,16 @@ def outcome(status: str, data: dict[str, Any]) -> Outcome:
     return Outcome(1, Verdict(status, data, ["amount 999.0 does not appear in the text"]), 1)  # type: ignore[arg-type]
 
 
+FIELDS = ["item", "quantity", "gift", "size"]
+
+
 def test_a_failed_row_carries_no_model_instance() -> None:
-    failed = _as_row("One teapot", outcome("failed", {"item": "teapot", "quantity": 999}), Order, "")
+    answer = {"item": "teapot", "quantity": 999}
+    failed = _as_row("One teapot", outcome("failed", answer), Order, "", FIELDS, None)
     assert failed.status == "failed" and failed.model is None and failed.data is None
     assert failed.unchecked == {"item": "teapot", "quantity": 999}  # the answer is kept, apart from data
-    partial = _as_row("One teapot", outcome("partial", {"item": "teapot", "quantity": 1}), Order, "")
+    partial = _as_row("One teapot", outcome("partial", {"item": "teapot", "quantity": 1}), Order, "", FIELDS,
+                      None)  # fmt: skip
     assert partial.model == Order(item="teapot")
 
 

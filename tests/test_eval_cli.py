@@ -57,16 +57,21 @@ def test_eval_compares_modes_stores_scores_and_draws_the_numbers(
         assert drawn["field_accuracy"][row.mode] == [row.scores["field_accuracy"][f] for f in drawn["fields"]]
 
 
+@pytest.mark.postgres
 def test_eval_hands_the_database_url_to_its_flow_through_the_environment(
-    prefect_harness, monkeypatch, tmp_path
+    prefect_harness, monkeypatch, tmp_path, postgres_db_url
 ) -> None:
     """Issue 41 point 1: the URL from FORMWORK_DB_URL, password included, was a stored flow parameter.
-    The gold here is broken, so the flow run is created and fails before it touches the database."""
+    The database must answer (eval opens it before any flow starts, issue 54 point 22); the test
+    server trusts local connections, so the password is carried and ignored. The gold here is broken,
+    so the flow run is created and fails before it reads any record."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+    from sqlalchemy import make_url
 
     password = "eval-s3cret-41"
-    monkeypatch.setenv("FORMWORK_DB_URL", f"postgresql://reader:{password}@127.0.0.1:9/app")
+    url = make_url(postgres_db_url).set(password=password).render_as_string(hide_password=False)
+    monkeypatch.setenv("FORMWORK_DB_URL", url)
     gold = tmp_path / "gold.jsonl"
     gold.write_text("not json\n")
     result = runner.invoke(app, ["eval", str(gold), "--schema", "expense"])

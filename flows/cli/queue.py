@@ -52,6 +52,7 @@ def retry(
     from formwork.db.keeping import DatabaseUnavailable
     from formwork.flows.prefect_env import cli_flows, explained
     from formwork.flows.reprocess_failed import ReaderUnavailable, reprocess_failed, secret_overrides
+    from formwork.flows.runner import RunStopped
     from formwork.tasks.settings import Settings
 
     overrides = _parse_overrides(set_ or [])
@@ -68,7 +69,7 @@ def retry(
     try:
         with (
             cli_flows(),
-            explained(*gone, ReaderUnavailable),
+            explained(*gone, ReaderUnavailable, RunStopped),
             database_in_environment(url),
             settings_in_environment(hidden),
         ):
@@ -78,6 +79,8 @@ def retry(
         fail(database_gone(exc), code=1)
     except ReaderUnavailable as exc:
         fail(str(exc))
+    except RunStopped as exc:  # SIGTERM: the claims in hand were read or given back; 143 as a shell says
+        fail(str(exc), code=143)
     if not summaries:
         out.print("nothing due in the retry queue")
     for summary in summaries:
