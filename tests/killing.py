@@ -32,11 +32,12 @@ CHAT_LINES = [
 RECORDS = [{"id": f"r{i}", "text": text} for i, text in enumerate(CHAT_LINES)]
 
 
-def kill_at_first_result(
-    command: list[str], env: dict[str, str], log_path: Path, stored: Callable[[], object], limit_s: float
-) -> None:
-    """Run `command`, SIGKILL its process group once `stored()` is truthy; fail if it exits first or
-    stores nothing within `limit_s`."""
+def _started_until_stored(
+    command: list[str], env: dict[str, str], log_path: Path, stored: Callable[[], object], limit_s: float,
+    before: str,
+) -> subprocess.Popen[bytes]:  # fmt: skip
+    """`command` started in its own process group, once `stored()` is truthy; fail if it exits first (the
+    message says it exited `before` what) or stores nothing within `limit_s`. The caller ends it."""
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
             command, cwd=vf.REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -46,16 +47,30 @@ def kill_at_first_result(
         deadline = time.monotonic() + limit_s
         while not stored():
             if proc.poll() is not None:
-                pytest.fail(f"formwork exited ({proc.returncode}) before the kill:\n{log_path.read_text()}")
+                pytest.fail(f"formwork exited ({proc.returncode}) before {before}:\n{log_path.read_text()}")
             if time.monotonic() > deadline:
-                pytest.fail(f"no result after {limit_s:.0f} s:\n{log_path.read_text()}")
+                pytest.fail(f"nothing stored after {limit_s:.0f} s:\n{log_path.read_text()}")
             time.sleep(0.05)
+    except BaseException:
+        _end(proc)
+        raise
+    return proc
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the whole group if it still runs (an engine core or a server child dies too)."""
+    if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+
+
+def kill_at_first_result(
+    command: list[str], env: dict[str, str], log_path: Path, stored: Callable[[], object], limit_s: float
+) -> None:
+    """Run `command`, SIGKILL its process group once `stored()` is truthy; fail if it exits first or
+    stores nothing within `limit_s`."""
+    proc = _started_until_stored(command, env, log_path, stored, limit_s, "the kill")
+    _end(proc)
     assert proc.returncode == -signal.SIGKILL
 
 
@@ -65,19 +80,8 @@ def stop_at_first(
 ) -> tuple[int, float]:  # fmt: skip
     """Run `command`, send its process SIGTERM (as Docker's stop does) once `stored()` is truthy; return
     its exit status and how long it took to exit after the signal (fail past `stop_within_s`)."""
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            command, cwd=vf.REPO, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )  # fmt: skip
+    proc = _started_until_stored(command, env, log_path, stored, limit_s, "SIGTERM")
     try:
-        deadline = time.monotonic() + limit_s
-        while not stored():
-            if proc.poll() is not None:
-                pytest.fail(f"formwork exited ({proc.returncode}) before SIGTERM:\n{log_path.read_text()}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"nothing stored after {limit_s:.0f} s:\n{log_path.read_text()}")
-            time.sleep(0.05)
         signalled = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         try:
@@ -86,6 +90,4 @@ def stop_at_first(
             pytest.fail(f"still running {stop_within_s:.0f} s after SIGTERM:\n{log_path.read_text()}")
         return proc.returncode, time.monotonic() - signalled
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+        _end(proc)
