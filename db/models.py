@@ -281,3 +281,30 @@ class Calibration(Base):
     source: Mapped[str | None] = mapped_column(String(20))
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Decision(Base):
+    """A person's answer for one unsure (or refused) value of a stored row (`formwork review --unsure`,
+    then `formwork settle`): the value they confirmed or typed (None: the text has none), who and when,
+    beside the value the model read and its state then, which are kept as they were, never overwritten.
+
+    A decision settles the value it was made on: it applies to a record's reading while that reading
+    holds the same value (flows.delivered). Decisions are not a random sample (a person saw the rows
+    the run was unsure of), so they never feed a calibration: calibrations read audits only.
+    """
+
+    __tablename__ = "decisions"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    record_id: Mapped[int] = mapped_column(ForeignKey("records.id"), index=True)
+    schema_name: Mapped[str] = mapped_column(String(100))
+    schema_version: Mapped[int] = mapped_column(Integer)
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))  # the run whose reading the person saw
+    field: Mapped[str] = mapped_column(String(200))  # a top-level field of the schema
+    action: Mapped[str] = mapped_column(String(10))  # accept, fix, none
+    value: Mapped[Any] = mapped_column(JSON(none_as_null=True), nullable=True)  # the person's
+    # what the model read, and its state then, as they were
+    model_value: Mapped[Any] = mapped_column(JSON(none_as_null=True), nullable=True)
+    model_state: Mapped[str] = mapped_column(String(12))  # unsure, refused, none (flows.delivered)
+    who: Mapped[str] = mapped_column(String(100))
+    decided_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -89,6 +89,11 @@ EXPECTED_COLUMNS = {
         "gold_hash": "str(64)", "gold_size": "int", "source": "str(20)?", "run_id": "int?",
         "created_at": "timestamptz",
     },
+    "decisions": {
+        "id": "int", "record_id": "int", "schema_name": "str(100)", "schema_version": "int", "run_id": "int",
+        "field": "str(200)", "action": "str(10)", "value": "json?", "model_value": "json?",
+        "model_state": "str(12)", "who": "str(100)", "decided_at": "timestamptz",
+    },
     "alembic_version": {"version_num": "str(32)"},
 }  # fmt: skip
 # The upserts depend on these unique keys, the queue and the reports on these indexes.
@@ -107,6 +112,7 @@ EXPECTED_INDEXES = {
     "retry_queue": {("next_attempt_at",), ("state",)},
     "eval_runs": {("batch",), ("run_id",)},
     "calibrations": {("schema_hash",)},
+    "decisions": {("record_id",)},
 }
 EXPECTED_FOREIGN_KEYS = {
     "model_calls": {("record_id", "records"), ("run_id", "runs")},
@@ -117,6 +123,7 @@ EXPECTED_FOREIGN_KEYS = {
     "eval_runs": {("run_id", "runs")},
     "watermarks": {("run_id", "runs")},
     "calibrations": {("run_id", "runs")},
+    "decisions": {("record_id", "records"), ("run_id", "runs")},
 }
 
 
