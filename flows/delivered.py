@@ -10,13 +10,17 @@ field of the schema (every field, always, in the schema's order), the value and 
   no calibration certifies): the value is given, with its score and why;
 - `refused`: the judge refused what the model wrote (not in the text, a copy of another field, the
   wrong format) or the row failed; the value, where there was one, and why;
-- `none`: null (or an empty list): the reading found no value, certified or not (`why` says when not).
+- `none`: null (or an empty list): the reading found no value, certified or not (`why` says when not);
+- `confirmed`: a person settled the value (`formwork review --unsure`, then `formwork settle`): the
+  value is theirs, `by` who, `why` when and what the model read, and `read` the model's value, kept as
+  it was. A decision settles the reading it was made on: it applies while the row holds the same value
+  there (a later reading that differs is unsure again), and never to a certified value.
 
 A field is the unit: a nested object or a list is `certified` only when every value in it is, and is
 otherwise `unsure` with the whole of it as read (its dropped values put back); a refused value inside
 it stays out (null), and its reason is the field's `why` when nothing else is.
 
-Two views: `certified_only` is the safe reading (certified values, every other field null) and
+Two views: `certified_only` is the safe reading (certified and confirmed values, every other field null) and
 `every_value` gives each value with its state. A failed row's answer was never checked (issue 44): no
 view hands out its values; each field is `refused` with the row's reason.
 """
@@ -24,6 +28,7 @@ view hands out its values; each field is `refused` with the row's reason.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -31,7 +36,7 @@ from typing import Any, Literal
 from formwork.flows.verdicts import field_verdicts, read_error
 from formwork.schemas.paths import parse_path
 
-State = Literal["certified", "unsure", "refused", "none"]
+State = Literal["certified", "unsure", "refused", "none", "confirmed"]
 # a judge's drop on these grounds is about confidence (tasks.confidence.bounds), not about the text
 DOUBTED = ("bound", "calibrate", "certify", "logprobs")
 NO_POLICY = "no confidence policy applied (calibration off)"
@@ -46,14 +51,23 @@ class Delivered:
     state: State
     score: float | None = None  # the value's score (its probability where no calibration scores it)
     threshold: float | None = None
-    by: str | None = None  # certified: which calibration, or the model an escalated row names
+    by: str | None = None  # certified: which calibration, or the model an escalated row names; confirmed: who
     why: str = ""
+    read: Any = None  # confirmed: the value the model read, beside the person's
 
     def as_dict(self) -> dict[str, Any]:
-        """What JSONL carries per field (the field's name is the key it sits under)."""
+        """What JSONL carries per field (the field's name is the key it sits under); a confirmed value
+        also carries what the model read."""
         found = asdict(self)
         del found["field"]
+        if self.state != "confirmed":
+            del found["read"]
         return found
+
+    @property
+    def settled(self) -> bool:
+        """Whether no person needs to look at it: certified, confirmed, or none with no doubt."""
+        return self.state in ("certified", "confirmed") or (self.state == "none" and not self.why)
 
 
 def top_fields(body: dict[str, Any] | None) -> list[str]:
@@ -125,10 +139,42 @@ def every_value(fields: list[str], row: dict[str, Any], by: str | None = None) -
             continue
         unsure = v.kind == "dropped" and v.hint in DOUBTED
         (doubted if unsure else refused).setdefault(top(v.path), []).append((v.path, v.words))
+    decisions = row.get("decisions") or {}
     return {
-        f: _field(f, data.get(f), trust.get(f, []), doubted.get(f, []), refused.get(f, []), read, by)
+        f: _confirmed(
+            _field(f, data.get(f), trust.get(f, []), doubted.get(f, []), refused.get(f, []), read, by),
+            decisions.get(f),
+        )
         for f in fields
     }
+
+
+def _plain(value: Any) -> Any:
+    """`value` with whole floats as integers, as JSON may have carried them either way."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def same(a: Any, b: Any) -> bool:
+    """Whether two values are the same reading: equal as JSON (1 and 1.0 alike, key order aside)."""
+    return json.dumps(_plain(a), sort_keys=True) == json.dumps(_plain(b), sort_keys=True)
+
+
+def _confirmed(found: Delivered, decision: dict[str, Any] | None) -> Delivered:
+    """The field as a person settled it, where `decision` (db.decisions.row_decisions: value, model_value,
+    who, at, action) was made on the value this reading holds; else as read."""
+    if decision is None or found.state == "certified" or not same(found.value, decision["model_value"]):
+        return found
+    what = {"accept": "accepted", "fix": "fixed", "none": "set to none"}.get(decision["action"], "settled")
+    said = json.dumps(found.value, ensure_ascii=False)
+    why = f"{what} by {decision['who']} on {decision['at']}; the model read {said} ({found.state})"
+    person = decision["value"]
+    return Delivered(found.field, person, "confirmed", by=decision["who"], why=why, read=found.value)
 
 
 def _field(name: str, kept: Any, entries: list[dict[str, Any]], doubted: list[tuple[str, str]],
@@ -164,5 +210,7 @@ def _field(name: str, kept: Any, entries: list[dict[str, Any]], doubted: list[tu
 
 
 def certified_only(fields: list[str], row: dict[str, Any], by: str | None = None) -> dict[str, Any]:
-    """The safe reading: each field's certified value, every other field null (every field present)."""
-    return {f: d.value if d.state == "certified" else None for f, d in every_value(fields, row, by).items()}
+    """The safe reading: each field's certified or confirmed value, every other field null (every field
+    present)."""
+    found = every_value(fields, row, by)
+    return {f: d.value if d.state in ("certified", "confirmed") else None for f, d in found.items()}

@@ -28,7 +28,7 @@ from formwork.flows.cli.eval import eval_gold
 from formwork.flows.cli.models import models
 from formwork.flows.cli.queue import queue, requeue, retry
 from formwork.flows.cli.results import results
-from formwork.flows.cli.review import review
+from formwork.flows.cli.review import review, settle
 from formwork.flows.cli.schemas import schemas
 from formwork.flows.prefect_env import apply_defaults, cli_flows, explained
 
@@ -192,5 +192,6 @@ def _held_message(held: Holders) -> str:
 for command in (results, schemas, retry, queue, requeue, review, doctor):
     app.command()(command)
 app.command(name="eval")(eval_gold)
+app.command()(settle)
 app.add_typer(models, name="models")
 app.add_typer(audit, name="audit")
