@@ -57,3 +57,10 @@ def test_every_format_is_said_checked_after_or_not_checked_at_all(tmp_path) -> N
     ]
     text = runner.invoke(app, ["schemas", str(tmp_path / "formats.json")])
     assert "not checked: #/properties/int32" in text.output
+
+
+def test_a_module_model_name_is_shown_as_written_never_as_an_emoji() -> None:
+    """`tickets:Ticket` printed as `tickets🎫` (the terminal library read `:ticket:` as an emoji code)."""
+    result = runner.invoke(app, ["schemas", "tests.pydantic_models:Ticket"])
+    assert "tests.pydantic_models:Ticket" in " ".join(result.output.split()), result.output
+    assert "🎫" not in result.output

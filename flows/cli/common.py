@@ -16,8 +16,8 @@ from rich.console import Console
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-out = Console()  # data: tables, JSONL, CSV
-err = Console(stderr=True)  # progress and errors, so stdout stays clean for the next program
+out = Console(emoji=False)  # data: tables, JSONL, CSV; `:ticket:` in a name is text, never an emoji
+err = Console(stderr=True, emoji=False)  # progress and errors, so stdout stays clean for the next program
 
 
 # C0 and C1 controls (ESC starts a title, a clear screen, an OSC 52 clipboard write), and the invisible
