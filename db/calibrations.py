@@ -95,15 +95,22 @@ def shipped_row(data: dict[str, Any]) -> Calibration:
     return Calibration(**data["key"], **fields, created_at=date.fromisoformat(data["measured"][:10]))
 
 
+def applying(session: Session | None, key: CalibrationKey) -> tuple[Calibration, int | str] | None:
+    """The calibration a run with `key` applies, with its label (its id, or the shipped file): its
+    database's newest for the key, else a shipped one; None where neither is made for it."""
+    found = find_calibration(session, key) if session is not None else None
+    if found is not None:
+        return found, found.id
+    if (shipped := find_shipped(key)) is not None:
+        return shipped_row(shipped), f"shipped in {shipped['file']}"
+    return None
+
+
 def policy_for(session: Session | None, key: CalibrationKey) -> Applied:
     """The policy of a run with `key`: its database's calibration, else a shipped one, else the default.
     `session` None: no database configured."""
-    found = find_calibration(session, key) if session is not None else None
-    label: int | str | None = found.id if found is not None else None
-    if found is None and (shipped := find_shipped(key)) is not None:
-        found, label = shipped_row(shipped), f"shipped in {shipped['file']}"
-    if found is not None:
-        return _calibrated(found, label)
+    if (chosen := applying(session, key)) is not None:
+        return _calibrated(*chosen)
     why = (_stale(session, key) if session is not None else None) or f"no calibration for {key.describe()}"
     guarantee = (f"none: {why}; so no row is ok, and a value is kept in a partial row, unchecked, only "
                  f"where every reading gave it with p >= {UNCALIBRATED:g} and the readings agree (no enum "
@@ -120,7 +127,7 @@ def certified_fields(session: Session | None, key: CalibrationKey | None) -> tup
     return tuple(sorted(name for name, claim in claims.items() if claim.certified))
 
 
-def _calibrated(found: Calibration, label: int | str | None) -> Applied:
+def _calibrated(found: Calibration, label: int | str) -> Applied:
     """A calibration's policy; its sentences say per field what is guaranteed, in words."""
     claims = {name: FieldClaim.from_dict(claim) for name, claim in (found.fields or {}).items()}
     when = f", measured {found.created_at:%Y-%m-%d}" if found.created_at else ""
@@ -178,3 +185,84 @@ def export_calibration(row: Calibration, path: Path) -> Path:
     """Write `row` as a shipped calibration file at `path` (for tasks/evaluation/shipped/)."""
     path.write_text(json.dumps(shipped_data(row), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path
+
+
+class CalibrationProblem(ValueError):
+    """A calibration a command names cannot be removed: none has that id, or it ships with Formwork."""
+
+
+def claims_of(row: Calibration) -> dict[str, FieldClaim]:
+    """A calibration's claims by field (none for one made before per-value calibrations)."""
+    return {name: FieldClaim.from_dict(claim) for name, claim in (row.fields or {}).items()}
+
+
+def source_of(row: Calibration, label: int | str) -> str:
+    """Where a calibration came from, in a word: shipped with Formwork, an eval's gold, or an audit."""
+    return "shipped" if isinstance(label, str) else ("audit" if row.source == AUDIT else "eval")
+
+
+@dataclass(frozen=True)
+class Change:
+    """What storing a new calibration changes for one field: before and after in words, and whether
+    runs would certify fewer of its values (not at all, or a smaller share at its threshold)."""
+
+    field: str
+    before: str
+    after: str
+    fewer: bool
+
+
+def _share(claim: FieldClaim) -> float:
+    return claim.kept / claim.values if claim.values else 0.0
+
+
+def _said(claim: FieldClaim | None) -> str:
+    if claim is None or not claim.certified:
+        return "not certified (its values dropped)"
+    return (f"certified at {claim.target:.0%} from score {claim.threshold:g} ({_share(claim):.0%} of its "
+            "values kept)")  # fmt: skip
+
+
+def changes(current: Calibration | None, new: dict[str, FieldClaim]) -> list[Change]:
+    """Per field, what replacing `current` (None: no calibration applies, so runs keep a value unchecked
+    where every reading is sure of it) by a calibration with claims `new` changes. A field loses when it
+    was certified and is not, or keeps a smaller share of its values; with no calibration before, every
+    field the new one does not certify loses the values runs kept unchecked: the case of an audit of a
+    few records that certifies no field and, stored silently, dropped every value the runs had kept."""
+    old = claims_of(current) if current is not None else {}
+    found = []
+    for name in dict.fromkeys([*old, *new]):
+        before, after = old.get(name), new.get(name)
+        certifies = after is not None and after.certified
+        if current is None:
+            found.append(Change(name, "kept unchecked where sure (no calibration applies)", _said(after),
+                                not certifies))  # fmt: skip
+            continue
+        was = before is not None and before.certified
+        smaller = before is not None and after is not None and _share(after) < _share(before)
+        found.append(Change(name, _said(before), _said(after), was and (not certifies or smaller)))
+    return found
+
+
+def stored_calibrations(session: Session) -> list[Calibration]:
+    """Every calibration stored in the database, oldest first."""
+    return list(session.scalars(select(Calibration).order_by(Calibration.id)))
+
+
+def remove_calibration(session: Session, ident: str) -> Calibration:
+    """Delete the stored calibration `ident` names (flushed, not committed); a run with its key then
+    applies the next newest for the key, else a shipped one, else the conservative default. A shipped
+    calibration is data in the package: it is refused with what to do instead."""
+    if ident.endswith(".json") or not ident.isdigit():
+        raise CalibrationProblem(
+            f"{ident} is not the id of a calibration stored in this database: a shipped calibration is part "
+            "of Formwork and cannot be removed from a database; a calibration of your own for the same setup "
+            "(`formwork audit calibrate` or `formwork eval --calibrate`) applies instead of it"
+        )
+    row = session.get(Calibration, int(ident))
+    if row is None:
+        raise CalibrationProblem(f"there is no calibration {ident} in this database (`formwork calibrations` "
+                                 "lists them)")  # fmt: skip
+    session.delete(row)
+    session.flush()
+    return row

@@ -121,7 +121,7 @@ def test_audit_calibrate_on_two_audits_certifies_and_runs_like_them_say_so(
     assert preview.exit_code == 0, preview.output
     assert f"nothing stored; runs like this one still apply {before}" in _words(preview.output)
 
-    done = runner.invoke(app, ["audit", "calibrate", *files, "--db", any_db_url])
+    done = runner.invoke(app, ["audit", "calibrate", *files, "--replace", "--db", any_db_url])
     assert done.exit_code == 0, done.output
     table, said = _table(done.output), _words(done.output)
     certified = [name for name, cells in table.items() if name in EXPENSE.properties and cells[1] != "none"]

@@ -146,7 +146,7 @@ def test_a_person_audits_50_records_by_keyboard_and_the_export_checks_and_calibr
     assert "category is broken:" in said and "formwork audit calibrate FILE..." in said
     assert '"none in the text": the run said so' in said
 
-    calibrated = runner.invoke(app, ["audit", "calibrate", str(export), "--db", db_url])
+    calibrated = runner.invoke(app, ["audit", "calibrate", str(export), "--replace", "--db", db_url])
     assert calibrated.exit_code == 0, calibrated.output
     said = " ".join(calibrated.output.split())
     assert "0 of 6 fields certified" in said and "80 of its values must be kept at one threshold" in said

@@ -58,7 +58,7 @@ def test_a_run_applies_the_calibration_audited_on_its_own_records(
 
     checked = runner.invoke(app, ["audit", "check", str(export), "--db", db])
     assert checked.exit_code == 0 and "audit of run 1: 2 records of expense@v3 (seed 5)" in checked.output
-    calibrated = runner.invoke(app, ["audit", "calibrate", str(export), "--db", db])
+    calibrated = runner.invoke(app, ["audit", "calibrate", str(export), "--replace", "--db", db])
     assert calibrated.exit_code == 0, calibrated.output
     assert "0 of 6 fields certified" in calibrated.output  # two records certify nothing, and it says so
 

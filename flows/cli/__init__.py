@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from formwork.flows.cli.audit import audit
+from formwork.flows.cli.calibrations import calibrations
 from formwork.flows.cli.common import (
     DbOption,
     database_gone,
@@ -195,3 +196,4 @@ app.command(name="eval")(eval_gold)
 app.command()(settle)
 app.add_typer(models, name="models")
 app.add_typer(audit, name="audit")
+app.add_typer(calibrations, name="calibrations")

@@ -20,6 +20,7 @@ from formwork.tasks.confidence.certify import TARGET
 
 if TYPE_CHECKING:
     from formwork.db.audits import AuditSet
+    from formwork.db.calibrations import Change
     from formwork.tasks.evaluation.audit import AuditReport
 
 audit = typer.Typer(
@@ -151,6 +152,15 @@ def _gold_hash(rows: list) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+def _changes(changes: list[Change], against: str) -> list[str]:
+    """Per field, one line: what runs like the audited one do now, and under the new calibration."""
+    lines = [f"what storing it changes, against {against}:"]
+    for change in changes:
+        fewer = " (fewer certified)" if change.fewer else ""
+        lines.append(f"  {change.field}: {change.before} -> {change.after}{fewer}")
+    return lines
+
+
 @audit.command()
 def calibrate(
     files: Files,
@@ -158,11 +168,23 @@ def calibrate(
         float, typer.Option(min=0.5, max=0.999, help="each field's precision to certify")
     ] = 0.95,
     dry_run: Annotated[bool, typer.Option(help="say what it would certify; store nothing")] = False,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="store it even where it certifies fewer values than the calibration runs like these "
+            "apply now (without it, such a calibration is refused and what it would change is shown)",
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
-    """Measure a calibration on your audited records and store it for the run's key (no model call)."""
+    """Measure a calibration on your audited records and store it for the run's key (no model call).
+
+    Refused (exit 2, nothing stored) where it would certify fewer values of some field than what runs like
+    the audited one apply now, or drop values they keep unchecked where no calibration applies: each
+    field's change is shown, and --replace stores it anyway."""
     from formwork.db.audits import AuditProblem, read_audits, run_key
-    from formwork.db.calibrations import AUDIT, policy_for, statement, store_calibration
+    from formwork.db.calibrations import AUDIT, applying, changes, policy_for, statement, store_calibration
     from formwork.tasks.confidence.certify import LEVEL
     from formwork.tasks.evaluation.audit import needed
     from formwork.tasks.evaluation.calibration import calibrate as fit_and_certify
@@ -178,7 +200,12 @@ def calibrate(
         targets = {name: t if t != TARGET else target for name, t in field_targets(found.schema).items()}
         calibrated = fit_and_certify(found.schema, [row.gold_row for row in found.rows], targets, LEVEL)
         before = statement(policy_for(session, key).applied)
-        if not dry_run:
+        current = applying(session, key)
+        changed = changes(current[0] if current else None, calibrated.claims)
+        against = f"calibration {current[1]}" if current else "no calibration (values kept unchecked)"
+        fewer = [change.field for change in changed if change.fewer]
+        refused = bool(fewer) and not replace
+        if not dry_run and not refused:
             row = store_calibration(session, key, calibrated, target, gold_hash=_gold_hash(found.rows),
                                     gold_size=len(found.rows), run_id=found.runs[0].id,
                                     source=AUDIT)  # fmt: skip
@@ -200,8 +227,13 @@ def calibrate(
     if certified < len(claims):
         least = needed(found.schema, target, LEVEL)
         out.print(_short_of(len(found.rows), least, target, LEVEL, len(claims)), highlight=False)
+    for line in _changes(changed, against):
+        out.print(line, markup=False, highlight=False, soft_wrap=True)
     if dry_run:
         out.print(f"--dry-run: nothing stored; runs like this one still apply {before}", highlight=False)
         return
+    if refused:
+        fail(f"not stored: against {against}, it would certify fewer values of {', '.join(fewer)} (the "
+             "table above says how); audit more records, or pass --replace to store it anyway")  # fmt: skip
     out.print(f"stored as calibration {row.id} for runs like run {found.runs[0].id} (same model, schema "
               f"and settings). Before: {before}. From now on: {after}", highlight=False)  # fmt: skip

@@ -96,12 +96,16 @@ def escalation_key(
     stronger = settings.model_copy(update=overrides)
     if set(overrides) <= {"mode"}:
         return calibration_key(stronger, schema, engines)
-    if stronger.engine != "local":
-        return None
+    return local_key(stronger, schema) if stronger.engine == "local" else None
+
+
+def local_key(settings: Settings, schema: Schema) -> CalibrationKey:
+    """The key of a run of `schema` on the embedded engine with these settings, known without opening the
+    model: its file names it (the installed `local_model`, `local_model_path`, else the bundled one)."""
     from formwork.tasks.engines.local import bundled_model_path
 
-    path = local_model_file(stronger) or bundled_model_path()
-    return _key(stronger, schema, path.stem, file_hash(path), "local", path.stem)
+    path = local_model_file(settings) or bundled_model_path()
+    return _key(settings, schema, path.stem, file_hash(path), "local", path.stem)
 
 
 def _key(settings: Settings, schema: Schema, model: str, digest: str | None, engine: str, reasoner: str
