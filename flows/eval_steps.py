@@ -116,8 +116,8 @@ def calibrated(
 
 def verified(counts: dict[str, FieldCount], ok: int, ok_right: int, applied: dict[str, Any],
              said: str) -> dict[str, Any]:  # fmt: skip
-    """Whether the calibration a run applied (`applied`, said as `said`) held on these gold records:
-    each field's certified values, and the `ok` rows measured beside."""
+    """Whether these gold records confirm, break or do not contradict the calibration a run applied
+    (`applied`, said as `said`): each field's certified values, and the `ok` rows measured beside."""
     rows_claim = check("rows ok", ok_right, ok, applied.get("target", TARGET), applied.get("level", LEVEL))
     return verify_claims(field_claims(counts, applied), rows_claim) | {"applied": said}
 

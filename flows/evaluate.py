@@ -10,8 +10,9 @@ record is processed again on every eval (`redo`), and a score always comes from 
 The scores of each mode go to `eval_runs`, linked to the run that made the rows; the tables go to a
 Prefect artifact; the chart to a PNG with its numbers beside it. `--calibrate` stores a calibration
 per mode under that mode's full key (tasks.evaluation.key) and may write it as a file to ship;
-`--verify` runs with the bounds a run would apply and says whether their guarantee held
-(tasks.evaluation.verification); `--half` takes one fixed half of the gold set for either.
+`--verify` runs with the bounds a run would apply and says whether these records confirm their
+guarantee, break it, or do not contradict it (tasks.evaluation.verification); `--half` takes one
+fixed half of the gold set for either.
 """
 
 from __future__ import annotations
@@ -160,7 +161,8 @@ def evaluate(
     return mode -> scores (with `run_id` and `eval_id`).
 
     Without `calibrate` each mode runs as production would, its matching calibration applied; `verify`
-    then says whether that calibration's guarantee held on these records. `measure` runs measuring
+    then says whether these records confirm that calibration's guarantee, break it, or do not
+    contradict it. `measure` runs measuring
     (nothing certified, nothing dropped). With `calibrate` it measures too, fits the score, certifies
     each field for `target`, stores the calibration under the mode's full key and writes it into
     `export` as a file to ship, if given. `from_run`: calibrate or verify on the rows a measured run

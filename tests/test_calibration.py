@@ -325,17 +325,17 @@ def test_a_file_replaced_with_the_same_size_and_mtime_is_hashed_again(tmp_path, 
     assert fingerprint.file_hash(path) == hashlib.sha256(b"weights two").hexdigest()
 
 
-def test_verification_says_held_broken_or_too_few_to_tell_per_field() -> None:
+def test_verification_says_confirmed_broken_or_not_contradicted_per_field() -> None:
     from formwork.tasks.evaluation.verification import check, verify
 
     share = field_level(0.9, 2)
-    held, few = check("amount", 80, 80, 0.95, share, 100), check("who", 30, 30, 0.95, share, 100)
-    assert held.verdict == "held" and few.verdict == "too few rows to tell"
+    sure, few = check("amount", 80, 80, 0.95, share, 100), check("who", 30, 30, 0.95, share, 100)
+    assert sure.verdict == "confirmed" and few.verdict == "not contradicted"
     broken = check("date", 40, 60, 0.95, share, 100)
     assert broken.verdict == "broken"  # 67% right: the upper bound is below 95%
     rows = check("rows ok", 10, 12, 0.95, 0.9)
-    assert verify([held, few], rows)["verdict"] == "too few rows to tell"
-    said = verify([held, broken], rows)
+    assert verify([sure, few], rows)["verdict"] == "not contradicted"
+    said = verify([sure, broken], rows)
     assert said["verdict"] == "broken" and "date: 40/60 right, 60/100 kept" in said["statement"]
 
 

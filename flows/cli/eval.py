@@ -20,7 +20,7 @@ def _percent(value: float | None) -> str:
 def _claim(claim: dict[str, Any]) -> str:
     covered = f", {claim['kept']}/{claim['values']} kept" if claim.get("values") else ""
     if not claim["kept"]:
-        return f"{claim['name']}: none kept{covered}"
+        return f"{claim['name']}: none kept{covered}, not put to the test: {claim['verdict']}"
     return (f"{claim['name']}: {claim['correct']}/{claim['kept']} right{covered}, interval "
             f"{claim['lower']:.3f} to {claim['upper']:.3f}: {claim['verdict']}")  # fmt: skip
 
@@ -122,7 +122,11 @@ def eval_gold(
         ),
     ] = 0.95,
     verify: Annotated[
-        bool, typer.Option(help="apply the calibration a run would apply and say whether its bound held")
+        bool,
+        typer.Option(
+            help="apply the calibration a run would apply and say, with the numbers, whether "
+            "these records confirm its bound, break it, or do not contradict it"
+        ),
     ] = False,
     half: Annotated[
         str | None,

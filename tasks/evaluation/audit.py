@@ -6,8 +6,8 @@ value right or gives the right one; the answers are gold rows for exactly those 
 meet what the run stored for them (`trust`, tasks.decide) and say:
 
 - per field, the precision of the values the run kept as certified, with its Clopper-Pearson interval
-  at the level the run's calibration claimed it, and whether that claim held, broke, or was put to too
-  few values to tell (tasks.evaluation.verification); the same for the `ok` rows, entirely right;
+  at the level the run's calibration claimed it, and whether the audit confirms that claim, breaks it, or
+  does not contradict it (tasks.evaluation.verification); the same for the `ok` rows, entirely right;
 - how often the run was right when it said "none in the text", and how often it said so when the
   text had none;
 - per field, how many of the values the run read were right at all, certified or not (what an

@@ -1,19 +1,22 @@
-"""Check a calibration's guarantee on gold records it did not see: held, broken, or too few to tell.
+"""Check a calibration's guarantee on gold records it did not see: confirmed, broken, or not contradicted.
 
 A calibration states, per field, "values kept as certified are right at >= target, all fields
 together at confidence level". Verification runs the gold records exactly as a run would, with the
-calibration a run would apply (nothing is chosen again), and puts a Clopper-Pearson interval around
-each certified field's precision (one-sided bounds, each at that field's share of the level). The
-verdict of each claim:
+calibration a run would apply (nothing is chosen again: the thresholds stay fixed), and puts a
+one-sided Clopper-Pearson interval around each certified field's precision on these records, each at
+that field's share of the level (the same bound and level calibration certifies with). The verdict of
+each claim says only what these records show:
 
+- confirmed: the checking data's own lower bound reaches the target; these records alone would certify it;
 - broken: the upper bound is below the target; records like these contradict the claim;
-- held: not broken, and there were enough values to tell: at least as many as it takes all-right
-  values to certify the target at that level on their own, so a real shortfall had a fair chance to show;
-- too few rows to tell: not broken, on fewer values than that (or none kept).
+- not contradicted: neither; the claim may hold or not, and these records cannot tell which (none
+  kept is this too). "Not rejected" is not "held": 82 values at a true 90% are not rejected against a
+  95% target most of the time, and are confirmed almost never.
 
-The rows' precision (the share of `ok` rows entirely right) is reported as measured, with the same
-kind of interval at the full level. The run's verdict is the worst of its fields' (broken, then too
-few, then held), leaving out a field under which nothing was kept: it was never put to the test.
+Every verdict is said with its numbers: right of kept and the interval. The rows' precision (the share
+of `ok` rows entirely right) is reported as measured, with the same kind of interval at the full level.
+The run's verdict is the worst of its fields' (broken, then not contradicted, then confirmed), leaving
+out a field under which nothing was kept: it was never put to the test.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from formwork.tasks.confidence.certify import LEVEL, TARGET, lower_bound, upper_bound, values_needed
+from formwork.tasks.confidence.certify import LEVEL, TARGET, lower_bound, upper_bound
 
-Verdict = Literal["held", "broken", "too few rows to tell"]
-ORDER: tuple[Verdict, ...] = ("broken", "too few rows to tell", "held")
+Verdict = Literal["confirmed", "broken", "not contradicted"]
+ORDER: tuple[Verdict, ...] = ("broken", "not contradicted", "confirmed")
 
 
 @dataclass(frozen=True)
@@ -43,20 +46,25 @@ class Claim:
     def describe(self) -> str:
         covered = f", {self.kept}/{self.values} kept" if self.values else ""
         if not self.kept:
-            return f"{self.name}: none kept{covered}, too few to tell"
+            return f"{self.name}: none kept{covered}, not put to the test: {self.verdict}"
         return (f"{self.name}: {self.correct}/{self.kept} right{covered}, interval {self.lower:.3f} to "
                 f"{self.upper:.3f}: {self.verdict}")  # fmt: skip
 
 
+def verdict_of(lower: float, upper: float, kept: int, target: float) -> Verdict:
+    """The verdict of an interval on `kept` values against `target` (see the module's docstring)."""
+    if kept and upper < target:
+        return "broken"
+    if kept and lower >= target:
+        return "confirmed"
+    return "not contradicted"
+
+
 def check(name: str, correct: int, kept: int, target: float = TARGET, level: float = LEVEL,
           values: int = 0) -> Claim:  # fmt: skip
+    """The claim `precision >= target` checked on `correct` right of `kept`, bounds at `level`."""
     upper, lower = upper_bound(correct, kept, level), lower_bound(correct, kept, level)
-    verdict: Verdict = (
-        "broken" if kept and upper < target
-        else "held" if kept >= values_needed(target, level)
-        else "too few rows to tell"
-    )  # fmt: skip
-    return Claim(name, correct, kept, lower, upper, verdict, values)
+    return Claim(name, correct, kept, lower, upper, verdict_of(lower, upper, kept, target), values)
 
 
 def verify(fields: Sequence[Claim], rows: Claim) -> dict[str, Any]:
