@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from formwork.db.models import Decision, Result, RetryEntry
+from formwork.db.models import Decision, Record, Result, RetryEntry, Run, RunResult
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def store_decisions(session: Session, decisions: list[NewDecision], who: str) ->
 def row_decisions(session: Session, record_ids: Collection[int], schema_name: str, version: int
                   ) -> dict[int, dict[str, dict[str, Any]]]:  # fmt: skip
     """Per record, each field's latest decision as flows.delivered reads it (`row["decisions"]`):
-    value, model_value, action, who and when (ISO, to the second)."""
+    value, model_value, action, who and when (ISO, UTC, to the second)."""
     found: dict[int, dict[str, dict[str, Any]]] = {}
     query = (
         select(Decision)
@@ -57,11 +57,28 @@ def row_decisions(session: Session, record_ids: Collection[int], schema_name: st
         .order_by(Decision.id)
     )  # fmt: skip
     for d in session.scalars(query):
-        at = d.decided_at.replace(microsecond=0).isoformat()
+        when = d.decided_at if d.decided_at.tzinfo else d.decided_at.replace(tzinfo=UTC)  # SQLite drops it
+        at = when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         found.setdefault(d.record_id, {})[d.field] = {
             "value": d.value, "model_value": d.model_value, "action": d.action, "who": d.who, "at": at,
         }  # fmt: skip
     return found
+
+
+def run_decisions(session: Session, run_id: int) -> dict[tuple[str, str], dict[str, dict[str, Any]]]:
+    """`row_decisions` for every record of run `run_id`, keyed as db.queries.result_rows names a row:
+    (source, record key)."""
+    run = session.get(Run, run_id)
+    if run is None:
+        return {}
+    query = (
+        select(Record.id, Record.source, Record.key)
+        .join(RunResult, RunResult.record_id == Record.id)
+        .where(RunResult.run_id == run_id)
+    )
+    keys = {record_id: (source, key) for record_id, source, key in session.execute(query)}
+    found = row_decisions(session, list(keys), run.schema_name, run.schema_version)
+    return {keys[record_id]: fields for record_id, fields in found.items()}
 
 
 def current_result(session: Session, record_id: int, schema_name: str, version: int) -> Result | None:

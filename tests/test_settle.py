@@ -69,7 +69,7 @@ def test_a_settled_row_is_ok_and_the_decision_holds_only_for_the_reading_it_was_
     assert (decision.value, decision.model_value, decision.who) == ("Aiko Tanaka", who, "tom")
     assert decision.decided_at.isoformat().startswith("2026-01-02T03:04:05")
     decisions = {"who": {"value": "Aiko Tanaka", "model_value": who, "action": "fix", "who": "tom",
-                         "at": "2026-01-02T03:04:05+00:00"}}  # fmt: skip
+                         "at": "2026-01-02T03:04:05Z"}}  # fmt: skip
     row = {"status": result.status, "data": result.data, "errors": result.errors, "nulled": result.nulled,
            "evidence": result.evidence, "trust": result.trust}  # fmt: skip
     found = every_value(FIELDS, row | {"decisions": decisions})["who"]
@@ -81,6 +81,13 @@ def test_a_settled_row_is_ok_and_the_decision_holds_only_for_the_reading_it_was_
     page = tmp_path / "settle.html"
     again = runner.invoke(app, ["review", "--unsure", "--run", str(run), "--out", str(page), "--db", db_url])
     assert "0 unsure values in 0 rows" in " ".join(again.output.split())
+    for flags in ([], ["--certified-only"]):  # what a user reads: the person's value, the model's beside it
+        shown = runner.invoke(app, ["results", "--run", str(run), "-f", "jsonl", "--db", db_url, *flags])
+        rows = {r["record"]: r for r in map(json.loads, shown.stdout.splitlines())}
+        assert rows["r-002"]["values"]["who"] == {"value": "Aiko Tanaka", "state": "confirmed", "score": None,
+                                                  "threshold": None, "by": "tom", "read": who,
+                                                  "why": f"fixed by tom on 2026-01-02T03:04:05Z; the "
+                                                         f'model read "{who}" (unsure)'}  # fmt: skip
 
 
 def test_a_row_with_a_value_left_unsure_stays_partial(db_url: str, tmp_path: Path) -> None:

@@ -2,14 +2,15 @@
 results for a person or for the next program.
 
 Every value the model read is given with its state (flows.delivered): `certified`, `unsure` (read,
-nothing vouches for it), `refused` (the judge refused it) or `none`. The table gives each record one
-or two lines at 80 columns: its key and status, then each field in the schema's order, a certified
-value plain (`who=Maria`), an unsure one marked (`who=Maria?`), a refused one in a word
-(`project:refused`); a failed row keeps nothing, so it shows why it failed instead. CSV has two
-columns per schema field, always, whatever the rows hold: the value (empty when null) and
+nothing vouches for it), `refused` (the judge refused it), `none`, or `confirmed` (a person settled it:
+`formwork review --unsure`, then `formwork settle`; the model's value beside it as `read`). The table
+gives each record one or two lines at 80 columns: its key and status, then each field in the schema's
+order, a certified or confirmed value plain (`who=Maria`), an unsure one marked (`who=Maria?`), a
+refused one in a word (`project:refused`); a failed row keeps nothing, so it shows why it failed
+instead. CSV has two columns per schema field, always, whatever the rows hold: the value (empty when null) and
 `FIELD_state`; JSONL has `values` (field -> value, state, score, why) beside `data`, the kept values.
-`--certified-only` gives the safe reading: only certified values, every other one empty (its state
-still says why). The reasons in full are in `--format jsonl` (`verdicts`,
+`--certified-only` gives the safe reading: only certified and confirmed values, every other one empty
+(its state still says why). The reasons in full are in `--format jsonl` (`verdicts`,
 beside the judge's `errors`) and on the review page. A failed row's answer was never checked, so no
 format gives it as `data`: JSONL carries it as `unchecked`, CSV not at all. The table shows an id's or
 value's control characters escaped (ESC as `\\x1b`: a record's text never retitles or clears the
@@ -45,11 +46,12 @@ def results(
     status: Annotated[Status | None, typer.Option(help="ok, partial or failed")] = None,
     format: Annotated[Format, typer.Option("--format", "-f", help="table, jsonl or csv")] = Format.table,
     certified_only: Annotated[
-        bool, typer.Option("--certified-only", help="only certified values; every other one empty")
+        bool, typer.Option("--certified-only", help="only certified and confirmed values; the rest empty")
     ] = False,
     db: DbOption = None,
 ) -> None:
     """Show stored results: a table to read, or JSONL/CSV for the next program."""
+    from formwork.db.decisions import run_decisions
     from formwork.db.models import Run
     from formwork.db.queries import result_rows
     from formwork.flows.verdicts import verdict_rows
@@ -60,9 +62,12 @@ def results(
         stored = session.get(Run, run_id)
         fields = top_fields(stored.schema_body if stored else None) or _seen(rows)
         which = (stored.confidence or {}).get("calibration") if stored else None
+        decided = run_decisions(session, run_id)  # a person's, beside the model's reading (flows.settle)
     for row in rows:
-        found = every_value(fields, row, f"calibration {which}" if which else None)
-        row["values"] = {name: d.as_dict() | ({"value": None} if certified_only and d.state != "certified"
+        settled = {"decisions": decided.get((row["source"], row["record"]), {})}
+        found = every_value(fields, row | settled, f"calibration {which}" if which else None)
+        vouched = ("certified", "confirmed")  # --certified-only: by a calibration or a person
+        row["values"] = {name: d.as_dict() | ({"value": None} if certified_only and d.state not in vouched
                                               else {}) for name, d in found.items()}  # fmt: skip
     if format is Format.jsonl:
         for row in rows:
