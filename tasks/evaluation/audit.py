@@ -91,7 +91,9 @@ def unsettled(schema: Schema, data: dict[str, Any] | None, trust: list[dict[str,
         for name, mark in marks.items()
         if mark == "wrong"
         and name in schema.properties
-        and compare(node_at(schema.checked_body, [name]) or {}, gold.get(name), read_value(data, trust, name))
+        and compare(
+            node_at(schema.checked_body, [name]) or {}, gold.get(name), read_value(data, trust, name), name
+        )
     ]
 
 
@@ -165,7 +167,7 @@ def _read_counts(schema: Schema, rows: Sequence[Audited]) -> tuple[dict[str, tup
         for entry in row.gold_row.trust:
             node = node_at(schema.checked_body, parse_path(entry["path"])) or {}
             gold, got = gold_at(row.gold, entry["path"]), kept_value(entry)
-            right = compare(node, gold, got)
+            right = compare(node, gold, got, entry["path"])
             counted = read.setdefault(entry["field"], [0, 0])
             counted[0] += right
             counted[1] += 1
@@ -180,7 +182,7 @@ def _row_right(schema: Schema, row: Audited) -> bool:
     """Whether every value the row kept is right."""
     return all(
         compare(node_at(schema.checked_body, parse_path(e["path"])) or {}, gold_at(row.gold, e["path"]),
-                kept_value(e))
+                kept_value(e), e["path"])
         for e in row.trust
     )  # fmt: skip
 

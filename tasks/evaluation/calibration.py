@@ -119,7 +119,7 @@ def examples(schema: Schema, rows: Sequence[GoldRow]) -> tuple[list[dict[str, fl
                 found[0].append(
                     features(entry["field"], name, mine, other, entry["offered"], entry["competes"])
                 )
-                found[1].append(compare(node, right_value, mine.value))
+                found[1].append(compare(node, right_value, mine.value, entry["path"]))
                 found[2].append(row.record)
     return found
 
@@ -151,7 +151,7 @@ def kept_values(schema: Schema, row: GoldRow, model: ScoreModel, claims: dict[st
             continue
         for path, decision in decisions.items():
             node = node_at(schema.checked_body, parse_path(path)) or {}
-            right = compare(node, gold_at(row.gold, path), by_reading[name][path].value)
+            right = compare(node, gold_at(row.gold, path), by_reading[name][path].value, path)
             kept.append((entries[path]["field"], decision.score, right))
     return kept
 

@@ -60,7 +60,9 @@ def field_counts(schema: Schema, rows: Sequence[GoldRow]) -> dict[str, FieldCoun
             if entry.get("certified"):
                 node = node_at(schema.checked_body, parse_path(entry["path"])) or {}
                 count.certified += 1
-                count.right += compare(node, gold_at(row.gold, entry["path"]), kept_value(entry))
+                count.right += compare(
+                    node, gold_at(row.gold, entry["path"]), kept_value(entry), entry["path"]
+                )
     return counts
 
 
