@@ -160,9 +160,12 @@ class Settled:
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
+    """The export's lines, each a JSON object."""
     try:
         lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except OSError as exc:
+        raise SettleProblem(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SettleProblem(f"{path}: not a settle export ({exc})") from exc
     if not lines or not all(isinstance(line, dict) for line in lines):
         raise SettleProblem(f"{path}: no decision in it (export from the page of `formwork review --unsure`)")

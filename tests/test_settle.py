@@ -100,3 +100,25 @@ def test_a_row_with_a_value_left_unsure_stays_partial(db_url: str, tmp_path: Pat
     assert "0 rows are now ok" in " ".join(settled.output.split()), settled.output
     with reader_factory(db_url)() as session:
         assert session.scalars(select(Result.status)).one() == "partial"
+
+
+def test_settle_and_the_unsure_page_say_what_is_wrong_in_one_line(db_url: str, tmp_path: Path) -> None:
+    run, record_id, who = _unsure_row(db_url)
+    unreachable = "postgresql://formwork:pw-settle@127.0.0.1:9/formwork"  # port 9: nothing listens
+    export = tmp_path / "settle.jsonl"
+    export.write_text(_line(run, record_id, "r-002", "who", "keep", who, who) + "\n")
+    cases = {
+        "no such file": (["settle", str(tmp_path / "missing.jsonl"), "--db", db_url], "cannot read"),
+        "an unknown action": (["settle", str(export), "--db", db_url], "action 'keep': use one of accept"),
+        "another run's page": (["settle", str(export), "--db", f"sqlite:///{tmp_path / 'other.db'}"],
+                               "there is no database at"),
+        "a dead server": (["settle", str(export), "--db", unreachable], "cannot open the database"),
+        "--unsure with --status": (["review", "--unsure", "--status", "ok", "--out", str(tmp_path / "p.html"),
+                                    "--db", db_url], "leave out --status"),
+    }  # fmt: skip
+    for case, (args, said) in cases.items():
+        result = runner.invoke(app, args)
+        lines = [line for line in result.output.splitlines() if line.strip()]
+        assert result.exit_code != 0 and len(lines) == 1 and "Traceback" not in result.output, (case, lines)
+        assert said in " ".join(result.output.split()), (case, result.output)
+        assert "pw-settle" not in result.output
