@@ -144,7 +144,8 @@ def test_a_rerun_inside_another_runs_lease_says_what_is_held_and_wait_processes_
     waited = runner.invoke(app, [*command, "--wait"])
     dies.set()
     beating.join()
-    assert waited.exit_code == 0, waited.output
+    every_one_failed = "failed (2 of 2)" in " ".join(waited.output.split())  # the 135M may fail both
+    assert waited.exit_code == (4 if every_one_failed else 0), waited.output
     assert f"for 2 records that run {holder} holds" in waits[0]
     with sessions() as session:
         results = {r.record_id: r.run_id for r in session.scalars(select(Result))}
