@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from formwork.db.models import Run
 from formwork.db.session import session_factory
 from formwork.flows.cli import app
+from tests.run_exit import expected_exit
 
 pytestmark = pytest.mark.slow
 runner = CliRunner()
@@ -30,11 +31,6 @@ def _page_export(page: str) -> list[dict]:
             for r in data["records"]]  # fmt: skip
 
 
-def _exit_code(output: str, run: int) -> int:
-    """A run exits 4 where every record failed (the bundled model may fail all of a few), else 0."""
-    return 4 if f"every record of run {run} failed" in " ".join(output.split()) else 0
-
-
 def test_a_run_applies_the_calibration_audited_on_its_own_records(
     prefect_harness, local_engine, monkeypatch, tmp_path: Path
 ) -> None:
@@ -45,7 +41,7 @@ def test_a_run_applies_the_calibration_audited_on_its_own_records(
     first.write_text('{"id": "a", "text": "Taxi 35 EUR, 2024-03-03, Tom"}\n'
                      '{"id": "b", "text": "Lunch 12.50 USD on 2024-03-04, Maria"}\n')  # fmt: skip
     ran = runner.invoke(app, ["run", str(first), "--schema", "expense", "--db", db])
-    assert ran.exit_code == _exit_code(ran.output, 1), ran.output
+    assert ran.exit_code == expected_exit(ran.output), ran.output
 
     page = tmp_path / "audit.html"
     made = runner.invoke(app, ["audit", "--run", "1", "--sample", "50", "--seed", "5", "--out", str(page),
@@ -65,7 +61,7 @@ def test_a_run_applies_the_calibration_audited_on_its_own_records(
     second = tmp_path / "second.jsonl"
     second.write_text('{"id": "c", "text": "Hotel 300 GBP, 2024-03-05, Aiko"}\n')
     again = runner.invoke(app, ["run", str(second), "--schema", "expense", "--db", db])
-    assert again.exit_code == _exit_code(again.output, 2), again.output
+    assert again.exit_code == expected_exit(again.output), again.output
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     said = f"calibrated on 2 of your own records on {today}"
     assert said in " ".join(again.output.replace("│", " ").split())

