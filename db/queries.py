@@ -41,6 +41,7 @@ class RunSummary:
     incomplete: int = 0  # long texts whose merged row failed a completeness check (tasks.long.completeness)
     empty: int = 0  # rows with no value at all (never `ok` unless the schema says `x-empty-ok`)
     unvouched: int = 0  # rows `partial` only because no calibration covers the run
+    setup: str = ""  # the reader: model, mode and the calibration that applies (or none)
     confidence: str = ""  # which calibration applied and what it guarantees (db.calibrations)
     guarantees: dict[str, str] = field(default_factory=dict)  # per field: what is guaranteed, in a sentence
     values: int = 0  # values and nulls held to the run's policy (one per path of every row)
@@ -58,6 +59,7 @@ class RunSummary:
         rows = [(f"status {s}", str(self.statuses.get(s, 0))) for s in ("ok", "partial", "failed")]
         rows += [(f"formatting finish {f}", str(n)) for f, n in sorted(self.formatting_finishes.items())]
         return [
+            *([("model, mode, calibration", self.setup)] if self.setup else []),
             *rows,
             ("values not backed by the text", str(self.ungrounded)),
             ("fields nulled (partial)", str(self.nulled)),
@@ -91,6 +93,17 @@ def _not_backed(evidence: list[dict[str, Any]]) -> set[str]:
     return {e["path"] for e in evidence if not e.get("grounded", True) and e.get("kind") != "refused"}
 
 
+def _setup(run: Run) -> str:
+    """What read the run's records, in words: its model, its mode and the calibration that applied ("none"
+    where none matched), from the key the run stored; a run with calibrations off stored no key."""
+    applied = run.confidence or {}
+    key = applied.get("key") or {}
+    if not key:
+        return f"{run.formatting_model}, mode not recorded, calibration off"
+    which = applied.get("calibration")
+    return f"{key['model']}, {key['mode']}, calibration {which if which is not None else 'none'}"
+
+
 def latest_run_id(session: Session) -> int | None:
     return session.scalar(select(func.max(Run.id)))
 
@@ -104,7 +117,7 @@ def run_summary(session: Session, run_id: int) -> RunSummary:
     run = session.get(Run, run_id)
     if run is None:
         raise LookupError(f"no run {run_id} in this database")
-    summary = RunSummary(run_id, f"{run.schema_name}@v{run.schema_version}", run.state)
+    summary = RunSummary(run_id, f"{run.schema_name}@v{run.schema_version}", run.state, setup=_setup(run))
     if run.confidence:
         summary.confidence = statement(run.confidence)
         summary.guarantees = dict(run.confidence.get("fields") or {})

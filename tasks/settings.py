@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import Field, SecretStr, ValidationInfo, field_validator, model_validator
+from pydantic import Field, PrivateAttr, SecretStr, ValidationInfo, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -23,6 +23,39 @@ _USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^@/\s:]*(?::[^@
 
 
 Mode = Literal["two-pass", "one-pass", "one-pass-reasoning", "prompt-json", "two-readings"]
+
+
+# The setup the shipped calibrations are for (tasks/evaluation/shipped/): the default reader once installed.
+BEST_MODEL, BEST_MODE = "qwen2.5-coder-1.5b", "one-pass"
+# The settings that choose the reader: any of them set (argument, environment or file) is the user's choice.
+READER_SETTINGS = frozenset({"engine", "local_model", "local_model_path", "mode"})
+
+
+def best_model_file() -> Path:
+    """Where `formwork models install` puts the measured best (tasks.engines.models.model_file, which the
+    settings may not import: the engines import the settings)."""
+    return (
+        Path(os.environ.get("FORMWORK_CACHE") or "~/.cache/formwork").expanduser()
+        / "models"
+        / (f"{BEST_MODEL}.gguf")
+    )
+
+
+class ModelChoiceProblem(ValueError):
+    """`--model NAME[@MODE]` names no model, or a mode that does not exist."""
+
+
+def model_choice(spec: str) -> dict[str, str]:
+    """The settings `--model NAME[@MODE]` stands for: the embedded engine with the catalogue model NAME
+    (`formwork models`), in MODE when given (else as the settings say, or the mode NAME is calibrated in)."""
+    name, _, mode = spec.strip().partition("@")
+    if not name:
+        raise ModelChoiceProblem(
+            f"--model {spec!r} names no model: write NAME or NAME@MODE (formwork models)"
+        )
+    if mode and mode not in get_args(Mode):
+        raise ModelChoiceProblem(f"--model {spec!r}: {mode!r} is not a mode ({', '.join(get_args(Mode))})")
+    return {"engine": "local", "local_model": name} | ({"mode": mode} if mode else {})
 
 
 class EscalationProblem(ValueError):
@@ -198,6 +231,8 @@ class Settings(BaseSettings):
         "SQLite database's folder, or PREFECT_HOME for a database on a server",
     )
 
+    _reader_default: Literal["chosen", "measured best", "bundled"] = PrivateAttr("chosen")
+
     @classmethod
     def secret_fields(cls) -> frozenset[str]:
         """The settings that hold a secret: every `SecretStr` field, so a new key is secret everywhere
@@ -270,6 +305,34 @@ class Settings(BaseSettings):
                 "models) or local_model_path (any GGUF file), not both"
             )
         return self
+
+    @model_validator(mode="after")
+    def _measured_best(self) -> Settings:
+        """The default reader is the measured best: with no reader setting anywhere (READER_SETTINGS), the
+        model and mode the shipped calibrations are for, once installed; until then the bundled SmolLM2 in
+        two-pass mode, which no calibration covers (`default_note` says so). The field defaults stay those
+        of the bundled model, so that any reader setting keeps today's meaning; only the 1.5B named without
+        a mode runs in the mode its calibrations are for. Assigned here, the choice counts as set: a copy
+        of these settings (an escalation's, a flow's) keeps it."""
+        if self.model_fields_set & READER_SETTINGS:
+            if self.local_model == BEST_MODEL and "mode" not in self.model_fields_set:
+                self.mode = BEST_MODE
+            return self
+        if best_model_file().is_file():
+            self.local_model, self.mode = BEST_MODEL, BEST_MODE
+            self._reader_default = "measured best"
+        else:
+            self._reader_default = "bundled"
+        return self
+
+    def default_note(self) -> str | None:
+        """One line for a run that fell back to the bundled model because the measured best is not
+        installed: what runs, that nothing will be certified, and how to install the better one."""
+        if self._reader_default != "bundled":
+            return None
+        return (f"{BEST_MODEL} (the model the shipped calibrations are for) is not installed, so the bundled "
+                f"smollm2-135m runs in {self.mode} mode, which no calibration covers: nothing will be "
+                f"certified. Install it with `formwork models install {BEST_MODEL}`")  # fmt: skip
 
     @field_validator("db_url")
     @classmethod

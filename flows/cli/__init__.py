@@ -23,10 +23,12 @@ from formwork.flows.cli.common import (
     fail,
     out,
     resolve_db,
+    settings_in_environment,
 )
 from formwork.flows.cli.doctor import doctor
 from formwork.flows.cli.eval import eval_gold
 from formwork.flows.cli.models import models
+from formwork.flows.cli.preflight import ModelOption, checked_run, chosen_reader
 from formwork.flows.cli.queue import queue, requeue, retry
 from formwork.flows.cli.results import results
 from formwork.flows.cli.review import review, settle
@@ -65,6 +67,7 @@ def run(
     ],
     schema: Annotated[str, typer.Option("--schema", "-s", help="a built-in schema name or a .json file")],
     db: DbOption = None,
+    model: ModelOption = None,
     limit: Annotated[int | None, typer.Option(min=0, help="process only the first N records")] = None,
     chunk_size: Annotated[
         int | None, typer.Option(min=1, help="records per Prefect task (default: the chunk_size setting)")
@@ -105,7 +108,10 @@ def run(
     """Extract SCHEMA from every record of INPUT; show progress and a summary table.
 
     Exits 3 when records are left without a result because another run holds them (see --wait), 4 when
-    every record of the run failed."""
+    every record of the run failed. A missing input, a schema or model mistake is refused before Prefect
+    or a model starts."""
+    reader = chosen_reader(model)
+    checked_run(input, schema, follow_symlinks, reader)  # before the flow's imports (Prefect's seconds)
     from sqlalchemy.exc import OperationalError
 
     from formwork.db.keeping import DatabaseUnavailable
@@ -137,6 +143,7 @@ def run(
                 cli_flows(),
                 explained(*problems, *gone, RunStopped),
                 database_in_environment(resolve_db(db)),
+                settings_in_environment(reader),  # never a (stored) flow parameter
                 source_in_environment(input) as source,
             ):
                 summary = batch_extract(

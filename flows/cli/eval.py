@@ -9,7 +9,16 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from formwork.flows.cli.common import DbOption, database_in_environment, err, fail, open_database, out
+from formwork.flows.cli.common import (
+    DbOption,
+    database_in_environment,
+    err,
+    fail,
+    open_database,
+    out,
+    settings_in_environment,
+)
+from formwork.flows.cli.preflight import ModelOption, checked_settings, chosen_reader
 from formwork.tasks.evaluation.gold import HALVES
 
 
@@ -150,6 +159,7 @@ def eval_gold(
         ),
     ] = None,
     db: DbOption = None,
+    model: ModelOption = None,
 ) -> None:
     """Run gold records through the pipeline, score them, store the scores, print tables, draw a chart."""
     from formwork.flows.evaluate import evaluate
@@ -160,6 +170,10 @@ def eval_gold(
 
     if mode and compare:
         fail("use --mode or --compare, not both")
+    reader = chosen_reader(model)
+    if "mode" in reader and (mode or compare):
+        fail("--model NAME@MODE names the mode: use it or --mode / --compare, not both")
+    checked_settings(reader)  # an unknown or missing model: one line, before the model and Prefect
     if half is not None and half not in HALVES:
         fail(f"--half is {' or '.join(HALVES)}, not {half!r}")
     modes = [m.strip() for m in compare.split(",") if m.strip()] if compare else ([mode] if mode else None)
@@ -168,7 +182,7 @@ def eval_gold(
     err.print(f"evaluating {shown} ({', '.join(modes or ['the configured mode'])}); this runs the model")
     url = open_database(db)  # a mistyped or unreachable database: one line, before the model and Prefect
     try:
-        with cli_flows(), database_in_environment(url):  # never a (stored) parameter
+        with cli_flows(), database_in_environment(url), settings_in_environment(reader):  # never parameters
             reports = evaluate(
                 ",".join(map(str, gold)), schema, modes=modes, limit=limit, chart=str(chart),
                 calibrate=calibrate, target=target, verify=verify, half=half,  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from formwork.flows.cli.common import (
     out,
     settings_in_environment,
 )
+from formwork.flows.cli.preflight import ModelOption, checked_settings, chosen_reader
 
 
 def _parse_overrides(pairs: list[str]) -> dict[str, str]:
@@ -43,6 +44,7 @@ def retry(
         str | None, typer.Option(help="read escalations with this reader instead of the one each entry names")
     ] = None,
     db: DbOption = None,
+    model: ModelOption = None,
 ) -> None:
     """Reprocess the due entries of the retry queue, optionally with other settings: a retry with the
     same reader, an escalation with the stronger one (its certified values join the first reader's)."""
@@ -55,13 +57,15 @@ def retry(
     from formwork.flows.runner import RunStopped
     from formwork.tasks.settings import Settings
 
-    overrides = _parse_overrides(set_ or [])
+    overrides = _parse_overrides(set_ or []) | chosen_reader(model)
     if kind not in (None, "retry", "escalation"):
         fail(f"--kind is retry or escalation, not {kind!r}")
     try:
         Settings(**overrides, **({"escalate_to": escalate_to} if escalate_to else {}))  # refused here, named
     except ValidationError as exc:
         fail(f"a --set or --escalate-to value is wrong: {exc}")
+    if model:
+        checked_settings(overrides)  # an unknown or missing model: one line, before Prefect
     hidden = secret_overrides(overrides)  # Prefect stores flow parameters: secrets go by environment
     shown = {k: v for k, v in overrides.items() if k not in hidden}
     gone = (DatabaseUnavailable, OperationalError)
