@@ -94,8 +94,9 @@ def _closing(report: AuditReport, applied: dict[str, Any]) -> str:
                 f"audit calibrate FILE...` on {report.needed} or more audited records measures a "
                 "calibration on them.")  # fmt: skip
     return (f"verdict: {report.verdict.replace('rows ', '')} (over the fields; ok rows are measured beside). "
-            f"A field's claim is put to the test by {report.needed} certified values; 'read right' counts "
-            "every value the run read, certified or not.")  # fmt: skip
+            f"A field's claim can be confirmed from {report.needed} certified values all right; below that "
+            "it is at best not contradicted. 'read right' counts every value the run read, certified or "
+            "not.")  # fmt: skip
 
 
 def _warn(found: AuditSet) -> None:
