@@ -90,8 +90,8 @@ def _note(run_id: int, schema: Schema, audited: int, applied: dict[str, Any] | N
     fields = f"the {len(schema.properties)} fields of {html.escape(schema.label)}"
     return (
         f'<p class="note">{audited} audited records check a guarantee (confirmed, broken, or not '
-        f"contradicted) but can rarely certify one: with {fields} together at {level:.0%} confidence, a field needs "
-        f"{least} of its values kept and right to be certified at {target:.0%}. Export, then "
+        f"contradicted) but can rarely certify one: with {fields} together at {level:.0%} confidence, "
+        f"a field needs {least} of its values kept and right to be certified at {target:.0%}. Export, then "
         f"<code>formwork audit check audit-run-{run_id}.jsonl</code>; to calibrate on your own records, "
         f"audit at least {least} records (pass several files of runs like this one together) and run "
         "<code>formwork audit calibrate FILE...</code>.</p>"
