@@ -1,12 +1,15 @@
-"""Debian's headless Chromium driven by selenium, for the pages' tests (review, audit).
+"""Debian's headless Chromium driven by selenium, for the pages' tests (review, audit, settle).
 
 `chromium(downloads)` starts one, with downloads (the audit page's export) saved into `downloads`
-without asking; the test is skipped with install.sh's reason where no Chromium can be installed.
+without asking; the test is skipped with install.sh's reason where no Chromium can be installed. The
+`browser` fixture (a plugin of tests/conftest.py) gives a test one with its downloads in its tmp_path,
+and `press` types keys into the page as a person does.
 """
 
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,3 +40,18 @@ def chromium(downloads: Path | None = None, size: str = "1280,900") -> Any:
         allow = {"behavior": "allow", "downloadPath": str(downloads)}
         driver.execute_cdp_cmd("Browser.setDownloadBehavior", allow)
     return driver
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Any]:
+    """A headless Chromium for one test, its downloads in the test's `downloads` folder."""
+    driver = chromium(tmp_path / "downloads")
+    yield driver
+    driver.quit()
+
+
+def press(browser: Any, keys: str) -> None:
+    """Type `keys` into the focused page, as a person at the keyboard does."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    ActionChains(browser).send_keys(keys).perform()

@@ -18,6 +18,7 @@ apply_defaults()
 # default itself delete it.
 os.environ.setdefault("FORMWORK_MODE", "two-pass")
 pytest_plugins = [
+    "tests.browser",
     "tests.vllm_fixture",
     "tests.postgres_fixture",
     "tests.llama_server_fixture",

@@ -21,18 +21,11 @@ from formwork.db.session import reader_factory
 from formwork.flows.cli import app
 from formwork.tasks.evaluation.audit import sample
 from tests.audited_run import EXPENSE, KEY, store_run
-from tests.browser import chromium
+from tests.browser import press
 
 FIELDS = list(EXPENSE.properties)
 SHOTS = Path("/tmp/audit-shots")
 runner = CliRunner()
-
-
-@pytest.fixture
-def browser(tmp_path: Path):
-    driver = chromium(tmp_path / "downloads")
-    yield driver
-    driver.quit()
 
 
 def _shot(browser: Any, name: str) -> None:
@@ -42,12 +35,6 @@ def _shot(browser: Any, name: str) -> None:
         browser.save_screenshot(str(SHOTS / name))
     except OSError:
         pass
-
-
-def _keys(browser: Any, keys: str) -> None:
-    from selenium.webdriver.common.action_chains import ActionChains
-
-    ActionChains(browser).send_keys(keys).perform()
 
 
 def _answer_record(browser: Any, truth: dict[str, Any]) -> None:
@@ -62,11 +49,11 @@ def _answer_record(browser: Any, truth: dict[str, Any]) -> None:
     for name, value in zip(FIELDS, shown, strict=True):
         right = truth[name]
         if right is None:
-            _keys(browser, "n")
+            press(browser, "n")
         elif value == right:
-            _keys(browser, "r")
+            press(browser, "r")
         else:
-            _keys(browser, f"w{right}{Keys.ENTER}")  # the shown value starts selected: typing replaces it
+            press(browser, f"w{right}{Keys.ENTER}")  # the shown value starts selected: typing replaces it
 
 
 def _progress(browser: Any) -> str:
@@ -111,7 +98,7 @@ def test_a_person_audits_50_records_by_keyboard_and_the_export_checks_and_calibr
             browser.refresh()
             assert _progress(browser).startswith("10 of 50 records done"), _message(browser)
         if number == 20:  # arrows move between records and fields
-            _keys(browser, "\ue012\ue014\ue015\ue013")  # left, right, down, up: back where it was
+            press(browser, "\ue012\ue014\ue015\ue013")  # left, right, down, up: back where it was
         shown = browser.find_element("css selector", "section.rec:not([hidden]) header b").text
         assert shown == key
         _answer_record(browser, stored.truth[key])
@@ -119,7 +106,7 @@ def test_a_person_audits_50_records_by_keyboard_and_the_export_checks_and_calibr
             _shot(browser, "audit-answered.png")
     assert _progress(browser).startswith("50 of 50 records done (300 of 300 answers)")
 
-    _keys(browser, "e")
+    press(browser, "e")
     export = tmp_path / "downloads" / f"audit-run-{stored.run_id}.jsonl"
     for _ in range(50):
         if export.exists() and export.read_text().count("\n") == 50:

@@ -15,18 +15,11 @@ from typer.testing import CliRunner
 
 from formwork.flows.cli import app
 from tests.audited_run import EXPENSE, store_run
-from tests.browser import chromium
+from tests.browser import press
 
 FIELDS = list(EXPENSE.properties)
 runner = CliRunner()
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture
-def browser(tmp_path: Path):
-    driver = chromium(tmp_path / "downloads")
-    yield driver
-    driver.quit()
 
 
 def _page(db: str, out: Path, seed: int = 1, sample: int = 10) -> Path:
@@ -34,12 +27,6 @@ def _page(db: str, out: Path, seed: int = 1, sample: int = 10) -> Path:
                                str(out), "--db", db])  # fmt: skip
     assert made.exit_code == 0, made.output
     return out
-
-
-def _keys(browser: Any, keys: str) -> None:
-    from selenium.webdriver.common.action_chains import ActionChains
-
-    ActionChains(browser).send_keys(keys).perform()
 
 
 def _progress(browser: Any) -> str:
@@ -55,7 +42,7 @@ def test_answers_come_back_only_to_the_same_page_of_the_same_database(browser, t
     store_run(first, 10)
     store_run(other, 10)  # the same run number, records, texts and values: another database
     browser.get(_page(first, tmp_path / "first.html").as_uri())
-    _keys(browser, "r" * len(FIELDS) * 2)  # two records answered
+    press(browser, "r" * len(FIELDS) * 2)  # two records answered
     assert _progress(browser).startswith("2 of 10 records done (12 of 60 answers)")
 
     browser.get(_page(other, tmp_path / "other.html").as_uri())
@@ -73,16 +60,16 @@ def test_wrong_with_the_runs_own_value_is_refused_on_the_page(browser, db_url: s
     browser.get(_page(db_url, tmp_path / "audit.html").as_uri())
     key = browser.find_element("css selector", "section.rec:not([hidden]) header b").text
     who = stored.truth[key]["who"]
-    _keys(browser, f"w{Keys.ENTER}")  # the box starts with the run's value
+    press(browser, f"w{Keys.ENTER}")  # the box starts with the run's value
     assert "that is the value the run read" in _focused_answer(browser)
     assert _progress(browser).startswith("0 of 10 records done (0 of 60 answers)")
     box = browser.find_element("css selector", "section.rec:not([hidden]) tr.focus td.ans input")
     box.clear()
     box.send_keys(f" {who.upper()}  {Keys.ENTER}")  # the same, case and spaces aside
     assert "that is the value the run read" in _focused_answer(browser)
-    _keys(browser, f"{Keys.ESCAPE}r")
+    press(browser, f"{Keys.ESCAPE}r")
     assert _progress(browser).startswith("0 of 10 records done (1 of 60 answers)")
-    _keys(browser, f"w2023-01-01{Keys.ENTER}")  # a real correction is kept
+    press(browser, f"w2023-01-01{Keys.ENTER}")  # a real correction is kept
     assert _progress(browser).startswith("0 of 10 records done (2 of 60 answers)")
     answers = browser.execute_script(
         "return Array.from(document.querySelectorAll('section.rec:not([hidden]) td.ans'))"
@@ -100,7 +87,7 @@ def test_the_person_marks_blind_no_value_shows_what_the_run_did(browser, db_url:
         header = shown.find_element("css selector", "tr").text
         seen.append(shown.text)
         assert header.split() == ["field", "the", "run", "read", "your", "answer"]
-        _keys(browser, "\ue014")  # the next record
+        press(browser, "\ue014")  # the next record
     said = " ".join(seen)
     for word in ("✓", "✗", "certified", "dropped", "kept", "unsure", "partial", " ok"):
         assert word not in said, word

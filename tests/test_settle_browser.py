@@ -24,23 +24,10 @@ from formwork.db.session import reader_factory
 from formwork.flows.cli import app
 from formwork.flows.delivered import every_value
 from tests.audited_run import EXPENSE, store_run
-from tests.browser import chromium
+from tests.browser import press
 
 FIELDS = list(EXPENSE.properties)
 runner = CliRunner()
-
-
-@pytest.fixture
-def browser(tmp_path: Path):
-    driver = chromium(tmp_path / "downloads")
-    yield driver
-    driver.quit()
-
-
-def _keys(browser: Any, keys: str) -> None:
-    from selenium.webdriver.common.action_chains import ActionChains
-
-    ActionChains(browser).send_keys(keys).perform()
 
 
 def _shown(browser: Any) -> tuple[str, dict[str, Any], str]:
@@ -90,7 +77,7 @@ def test_a_person_settles_a_runs_unsure_values_by_keyboard_and_the_rows_are_ok(
                 typed = "a"
             else:
                 typed = f"f{truth[name]}{Keys.ENTER}"  # the model's value starts selected: typing replaces it
-            _keys(browser, typed)
+            press(browser, typed)
             keystrokes += 1 if len(typed) == 1 else len(typed) - 1
     elapsed = time.monotonic() - started
     progress = browser.find_element("id", "progress").text
@@ -98,7 +85,7 @@ def test_a_person_settles_a_runs_unsure_values_by_keyboard_and_the_rows_are_ok(
     # one key a value, and a fixed value's letters and Enter: 36 keys for 5 rows of 6 values (7.2 a row)
     assert keystrokes == 36 and elapsed < 30
 
-    _keys(browser, "e")
+    press(browser, "e")
     export = tmp_path / "downloads" / f"settle-run-{stored.run_id}.jsonl"
     for _ in range(50):
         if export.exists() and export.read_text().count("\n") == 30:
