@@ -231,3 +231,16 @@ def test_the_stored_reader_keys_the_same_calibration_as_the_spec_it_came_from(lo
         assert escalation_key(Settings(escalate_to=whole), EXPENSE, small) == escalation_key(
             Settings(escalate_to=spec), EXPENSE, small
         )
+
+
+def test_queue_shows_an_errors_control_characters_escaped_and_never_as_markup(db_url: str) -> None:
+    """Point 19's twin: a queue entry's last error holds what a record or a model wrote; `formwork queue`
+    printed it raw (ESC sequences retitle the terminal) and rich read `[red]` in it as markup."""
+    with session_factory(db_url)() as session:
+        [record] = _records(session, {"a": "Taxi 35 EUR"})
+        record_failure(session, record, EXPENSE, "who \x1b]0;owned\x07 is [red]odd[/red]", now=T0)
+        session.commit()
+    shown = runner.invoke(app, ["queue", "--db", db_url], env={"COLUMNS": "300"})
+    assert shown.exit_code == 0, shown.output
+    assert "\x1b" not in shown.output and "\\x1b]0;owned\\x07" in shown.output
+    assert "[red]odd[/red]" in shown.output

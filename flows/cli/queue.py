@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from formwork.flows.cli.common import (
     DbOption,
@@ -15,6 +16,7 @@ from formwork.flows.cli.common import (
     open_database,
     opened,
     out,
+    printable,
     settings_in_environment,
 )
 from formwork.flows.cli.preflight import ModelOption, checked_settings, chosen_reader
@@ -118,12 +120,13 @@ def queue(
         "last error",
     ):
         table.add_column(column, overflow="fold")
-    for e in entries:
+    for e in entries:  # what a record, a model or a user's schema wrote: shown as text, never obeyed
         waits = f"escalation: {redact(e.escalate_to or '')}" if e.kind == "escalation" else "retry"
-        table.add_row(
+        cells = (
             str(e.id), str(e.record_id), f"{e.schema_name}@v{e.schema_version}", e.state, waits,
             str(e.attempts), e.next_attempt_at.strftime("%Y-%m-%d %H:%M:%S"), redact(e.last_error)[:200],
         )  # fmt: skip
+        table.add_row(*(Text(printable(cell)) for cell in cells))
     out.print(table)
 
 
