@@ -234,3 +234,4 @@ def test_results_have_a_column_per_schema_field_even_one_dropped_in_every_row(tm
 
     table = CliRunner().invoke(app, ["results", "--db", url]).stdout
     assert re.search(r"lunch\s+partial who=Maria amount=(3|42\.8)\? category=meals", table), table
+    assert "a person settles the 2 unsure value(s) (marked ?): `formwork review --unsure --run 1" in table

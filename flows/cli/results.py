@@ -185,4 +185,11 @@ def _print_results(rows: list[dict], run_id: int | None) -> None:
         for line in record_lines(row, key_width, max(out.width, 60)):
             out.print(line, soft_wrap=True, highlight=False)
     out.print(printable(next_step(rows)), highlight=False, markup=False)
+    unsure = sum(found.state == "unsure" for row in rows if row["status"] != "failed"
+                 for found in every_value(_seen([row]), row).values())  # fmt: skip
+    if unsure:
+        run = f" --run {run_id}" if run_id else ""
+        said = (f"a person settles the {unsure} unsure value(s) (marked ?): `formwork review --unsure{run} "
+                "--out settle.html`, then `formwork settle FILE`")  # fmt: skip
+        out.print(said, highlight=False, markup=False, soft_wrap=True)
     out.print("each field's reason in full: --format jsonl, or `formwork review`", highlight=False)
