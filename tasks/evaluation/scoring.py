@@ -28,7 +28,7 @@ schema node and its name, and an `x-match` annotation on the node overrides the 
 A value that identifies something is compared exactly, never fuzzily: tim@acme.com is not tom@acme.com,
 however close the strings. A string field is an identifier by its node (`format` or `x-format` email,
 uri or url; a `pattern` that admits only digits and separators) or by its name (the last word of
-`phone_number`, `contactEmail`, `order_id`, `iban`: see `_identifier`); free text (names,
+`phone_number`, `contactEmail`, `order_id`, `iban`: tasks.evaluation.identifiers); free text (names,
 descriptions, notes) keeps `text` or `fuzzy`. Callers pass the field's path as `name` where they have it.
 Arrays are compared element-wise (same length, each pair equal by the items' rule, items named as
 their array); objects field by field, each named by its key.
@@ -36,7 +36,6 @@ their array); objects field by field, each named by its key.
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 import unicodedata
@@ -46,78 +45,15 @@ from dataclasses import dataclass, field
 from datetime import date
 from functools import cache
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from formwork.schemas.registry import Schema
+from formwork.tasks.evaluation.identifiers import IDENTIFIERS, identifier_rule
 
 OutcomeName = Literal["no_json", "schema_mismatch", "content_wrong", "all_correct"]
 OUTCOMES: tuple[OutcomeName, ...] = ("no_json", "schema_mismatch", "content_wrong", "all_correct")
 RULES = ("text", "fuzzy", "number", "date", "enum", "email", "url", "digits", "code", "exact")
 LONG_STRING = 100  # a string field allowed more characters than this is free text, compared fuzzily
 MISSING = "∅"  # the confusion table's label for a record with no value to show
-# a field's name says it holds an identifier when its last word is one of these (a plural too):
-# `phone`, `home_phone`, `phone_number`; `email`, `email_address`; `website`; `order_id`, `iban`.
-# The last word decides, so `order_notes`, `email_subject` and `account_holder` stay free text.
-PHONE_WORDS = frozenset({"phone", "telephone", "tel", "fax", "mobile", "cell", "cellphone", "gsm", "telefon",
-                         "telefono", "telefone", "telephon"})  # fmt: skip
-EMAIL, MAIL = frozenset({"email"}), frozenset({"mail"})
-EMAIL_LAST = frozenset({"email", "mail", "address", "addr"})  # after "email" or "e mail" in the name
-URL_WORDS = frozenset({"url", "uri", "website", "homepage", "link", "href"})
-CODE_WORDS = frozenset({"number", "num", "no", "nr", "id", "uuid", "guid", "iban", "bic", "swift", "sku",
-                        "isbn", "ean", "upc", "gtin", "ref", "reference", "account", "code", "zip",
-                        "postcode", "vat"})  # fmt: skip
-FORMATS = {"email": "email", "idn-email": "email", "uri": "url", "iri": "url", "url": "url",
-           "uri-reference": "url", "iri-reference": "url", "phone": "digits", "tel": "digits"}  # fmt: skip
-
-
-def _words(name: str) -> list[str]:
-    """The words of a field's own name (the last key of a path like `contacts[0].phoneNumber`)."""
-    keys = [part for part in re.split(r"[.\[\]]+", name) if part and not part.isdigit()]
-    last = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", keys[-1]) if keys else ""
-    return [word.lower() for word in re.split(r"[^A-Za-z0-9]+", last) if word]
-
-
-def _is(word: str, vocabulary: frozenset[str]) -> bool:
-    return word in vocabulary or (word.endswith("s") and word[:-1] in vocabulary)
-
-
-def _digit_pattern(pattern: str) -> bool:
-    """Whether a `pattern` admits only digits and separators: no letter, no `.` wildcard, no `\\w`, no
-    negated class (`^\\+?[0-9(][0-9 ().\\-]{3,30}[0-9]$` does; `^[A-Z]{2}\\d+$` and `^\\d.+$` do not)."""
-    if not re.search(r"\\d|0-9", pattern) or "[^" in pattern:
-        return False
-    bare = re.sub(r"\\d|0-9|\\s|\{\d+(,\d*)?\}|\\[^A-Za-z]", "", pattern)  # digits, spaces, counts, \-
-    inside = "".join(re.findall(r"\[[^\]]*\]", bare))  # in a class a `.` is a dot
-    outside = re.sub(r"\[[^\]]*\]", "", bare)
-    return not re.search(r"[A-Za-z\\]", inside) and not re.search(r"[A-Za-z.\\]", outside)
-
-
-def _identifier(node: dict[str, Any], name: str | None) -> str | None:
-    """The exact rule for a string field that identifies something (see the module's docstring), or
-    None for free text."""
-    kind = FORMATS.get(str(node.get("format") or node.get("x-format") or ""))
-    if kind:
-        return kind
-    words = _words(name) if name else []
-    last = words[-1] if words else ""
-    said_email = any(_is(w, EMAIL) for w in words) or any(
-        first == "e" and _is(then, MAIL) for first, then in itertools.pairwise(words)
-    )
-    if said_email and _is(last, EMAIL_LAST):
-        return "email"
-    if any(_is(w, PHONE_WORDS) or w.endswith("phone") for w in words) and (
-        _is(last, PHONE_WORDS) or last.endswith("phone") or last in ("number", "num", "no", "nr")
-    ):
-        return "digits"
-    if _is(last, URL_WORDS) or (last in ("address", "site") and any(w in ("web", "url") for w in words)):
-        return "url"
-    if _is(last, CODE_WORDS):
-        return "code"
-    if isinstance(node.get("pattern"), str) and _digit_pattern(node["pattern"]):
-        return "digits"
-    return None
-
-
 def rule_for(node: dict[str, Any], name: str | None = None) -> str:
     """The comparison rule for one schema node: `x-match` if given, else derived from its type, its
     format and pattern, and the field's `name` (a path is fine: its last key is the name)."""
@@ -134,7 +70,7 @@ def rule_for(node: dict[str, Any], name: str | None = None) -> str:
     if node.get("format") == "date" or node.get("x-format") == "date":
         return "date"
     if "string" in types:
-        if (identifier := _identifier(node, name)) is not None:
+        if (identifier := identifier_rule(node, name)) is not None:
             return identifier
         return "fuzzy" if node.get("maxLength", LONG_STRING + 1) > LONG_STRING else "text"
     return "exact"
@@ -142,30 +78,6 @@ def rule_for(node: dict[str, Any], name: str | None = None) -> str:
 
 def _normal(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip().casefold()
-
-
-def _email(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).strip().casefold()
-    return text.removeprefix("mailto:").strip()
-
-
-def _url(text: str) -> tuple[str, ...]:
-    parts = urlsplit(unicodedata.normalize("NFKC", text).strip())
-    path = "" if parts.path == "/" else parts.path
-    return parts.scheme.lower(), parts.netloc.lower(), path, parts.query, parts.fragment
-
-
-def _digits(text: str) -> str:
-    text = unicodedata.normalize("NFKC", text).strip()
-    text = re.sub(r"^(?:\+|00)\s*(\d{1,3})[\s.-]*\(0\)", r"+\1", text)  # +44 (0)20: no trunk 0 dialled
-    return re.sub(r"\D", "", re.sub(r"^00", "+", text))
-
-
-def _code(text: str) -> str:
-    return re.sub(r"[\s.\-\u2010-\u2015]+", "", unicodedata.normalize("NFKC", text).casefold())
-
-
-IDENTIFIERS = {"email": _email, "url": _url, "digits": _digits, "code": _code}
 
 
 def _number(value: Any) -> float | None:
