@@ -54,6 +54,8 @@ OUTCOMES: tuple[OutcomeName, ...] = ("no_json", "schema_mismatch", "content_wron
 RULES = ("text", "fuzzy", "number", "date", "enum", "email", "url", "digits", "code", "exact")
 LONG_STRING = 100  # a string field allowed more characters than this is free text, compared fuzzily
 MISSING = "∅"  # the confusion table's label for a record with no value to show
+
+
 def rule_for(node: dict[str, Any], name: str | None = None) -> str:
     """The comparison rule for one schema node: `x-match` if given, else derived from its type, its
     format and pattern, and the field's `name` (a path is fine: its last key is the name)."""
