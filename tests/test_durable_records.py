@@ -3,8 +3,9 @@
 A real `formwork run` subprocess, all its records in ONE chunk, is SIGKILLed as soon as the first
 result is in the database: before, a chunk's calls and results were written only when the chunk
 ended, so no result could appear while the chunk was still running. Then, judged from the database:
-every stored result has its reasoning and formatting calls and its run-history row, no model call is
-stored without its result, and the next run processes only the rest (no call for a record the killed
+every stored result has its reasoning and formatting calls and its run-history row, a call stored
+without its result is one answered for a record still in flight (stored at once, issue 54 point 10,
+and taken by the next run), and the next run processes only the rest (no call for a record the killed
 run finished). On the embedded engine and on the real vLLM server, on SQLite and PostgreSQL.
 
 The writer's own promise (a finished record is stored within its window, not at the chunk's end) is
@@ -88,7 +89,9 @@ def _check_killed_then_resumed(tmp_path: Path, db_url: str, engine: dict[str, st
     assert 1 <= len(done) < len(RECORDS), f"not killed in the middle of the chunk: {len(done)} results"
     for record_id in done:  # each finished record's paid work is stored with it
         assert calls[(record_id, "reasoning")] >= 1 and calls[(record_id, "formatting")] >= 1, calls
-    assert {record_id for record_id, _ in calls} == done  # calls and result commit together
+    # a call answered for a record still in flight may be stored already (issue 54 point 10): the next
+    # run takes it; a finished record's calls are all there
+    assert {record_id for record_id, _ in calls} >= done
     assert history == done
 
     time.sleep(2.5)  # past the run lease: the killed run is dead, its claims stale
@@ -107,7 +110,10 @@ def _check_killed_then_resumed(tmp_path: Path, db_url: str, engine: dict[str, st
     assert [r.state for r in runs] == ["crashed", "finished"]
     assert set(results) == records and len(records) == len(RECORDS)
     assert {i for i, r in results.items() if r.run_id == first_run} == done  # the killed run's work stays
-    assert resumed_calls == records - done  # the next run processed only the rest
+    assert resumed_calls <= records - done  # the next run processed only the rest
+    with sessions() as session:
+        paid = Counter((c.record_id, c.pass_name) for c in session.scalars(select(ModelCall)))
+    assert all(paid[(record, step)] >= 1 for record in records for step in ("reasoning", "formatting")), paid
     assert claims is None  # every claim released with its result
     assert queued == {i for i, r in results.items() if r.status == "failed"}
 
