@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from formwork.schemas.registry import schema_from_body
+from formwork.schemas.registry import Schema, schema_from_body
 from formwork.tasks.calls import UNVOUCHED
 from formwork.tasks.confidence.certify import FieldClaim
 from formwork.tasks.confidence.policy import Policy
@@ -38,15 +38,16 @@ TEXT = "Maria paid 42.80 EUR for lunch with the client, 3 people."
 NOTES = Completion("notes", "stop", 1, 1, 0.0, "scripted")
 
 
-def read(**values: tuple[Any, float]) -> Verdict:
-    """The judged verdict of an answer writing each field's value at its probability."""
+def read(_schema: Schema = SCHEMA, _text: str = TEXT, **values: tuple[Any, float]) -> Verdict:
+    """The judged verdict of an answer writing each field's value at its probability (of `_text`, under
+    `_schema`: this module's, unless another test's)."""
     pieces: list[tuple[str, float]] = [("{", 0.0)]
     for i, (key, (value, probability)) in enumerate(values.items()):
         pieces.append((("" if i == 0 else ", ") + f'"{key}": ', 0.0))
         pieces.append((json.dumps(value), math.log(probability)))
     pieces.append(("}", 0.0))
     written = Completion("".join(p for p, _ in pieces), "stop", 1, 1, 0.0, "scripted", tuple(pieces))
-    return judge(SCHEMA, TEXT, NOTES, written)
+    return judge(_schema, _text, NOTES, written)
 
 
 def claims(threshold: float | None = 0.9) -> dict[str, FieldClaim]:

@@ -8,8 +8,6 @@ stated probabilities (as in tests/test_decide.py), one token per value, every ot
 
 from __future__ import annotations
 
-import json
-import math
 from typing import Any
 
 from formwork.db.queries import run_summary
@@ -23,7 +21,8 @@ from formwork.tasks.confidence.score import ScoreModel
 from formwork.tasks.decide import decide
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.sources import InputRecord
-from formwork.tasks.validate import Verdict, judge
+from formwork.tasks.validate import Verdict
+from tests.test_decide import read as scripted
 
 BODY: dict[str, Any] = {
     "title": "unsure_test",
@@ -44,14 +43,8 @@ POLICY = Policy("calibrated", ScoreModel({"own": 1.0}), CLAIMS)  # the score is 
 
 
 def read(**values: tuple[Any, float]) -> Verdict:
-    """The judged verdict of an answer writing each field's value at its probability."""
-    pieces: list[tuple[str, float]] = [("{", 0.0)]
-    for i, (key, (value, probability)) in enumerate(values.items()):
-        pieces.append((("" if i == 0 else ", ") + f'"{key}": ', 0.0))
-        pieces.append((json.dumps(value), math.log(probability)))
-    pieces.append(("}", 0.0))
-    written = Completion("".join(p for p, _ in pieces), "stop", 1, 1, 0.0, "scripted", tuple(pieces))
-    return judge(SCHEMA, TEXT, NOTES, written)
+    """The judged verdict of an answer writing each field's value at its probability, of this TEXT."""
+    return scripted(SCHEMA, TEXT, **values)
 
 
 def _row() -> Verdict:
