@@ -23,6 +23,7 @@ from typing import Any
 
 from jsonschema.protocols import Validator
 
+from formwork.schemas.examples import example_problem
 from formwork.schemas.lint import grammar_compile_error
 from formwork.schemas.normalise import MAX_LEVELS, TOO_DEEP, Normalised, NormaliseProblem, normalise
 from formwork.schemas.problems import SchemaProblem
@@ -160,6 +161,9 @@ def schema_from_body(body: Any, source: str, strict: bool = False) -> Schema:
     schema.__dict__["normalised"] = normalised  # computed once here; cached_property reads it
     if version is None:
         object.__setattr__(schema, "version", int(schema.digest[:7], 16))
+    problem = example_problem(body, normalised.checked, schema.validator)  # schemas/examples.py
+    if problem:
+        raise SchemaProblem(f"{source}: {problem}")
     return schema
 
 

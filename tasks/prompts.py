@@ -11,6 +11,7 @@ import hashlib
 import json
 from typing import Any
 
+from formwork.schemas.examples import Example, schema_examples
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines.base import Message
 
@@ -72,18 +73,36 @@ def field_guide(schema: Schema) -> str:
 SYSTEM = "You read messages carefully and note the facts they contain. Think step by step."
 
 
+def solved_examples(examples: tuple[Example, ...]) -> str:
+    """The schema's solved examples as the prompt shows them, each text with its answer, said to be
+    other texts: their values are theirs, not the record's (the judge refuses any the record lacks)."""
+    shown = [
+        f"Example {n} text:\n{example.text}\nExample {n} answer: {example.shown()}"
+        for n, example in enumerate(examples, 1)
+    ]
+    head = "Solved examples (other texts: never copy their values; read the fields from the text below):"
+    return "\n\n".join([head, *shown])
+
+
 def reading_messages(schema: Schema, text: str, ask: str) -> list[Message]:
     """The text and the field guide, then what to do with them (`ask`). Every reading of a record opens
     the same way, so a reading that follows another finds the text and the guide already evaluated in
-    the engine's cache (the embedded engine's slots, vLLM's prefix cache) and reads only its own ask."""
-    return [
-        {"role": "system", "content": SYSTEM},
-        {
-            "role": "user",
-            "content": f"Text:\n{text[:MAX_SOURCE_CHARS]}\n\n"
-            f"Find these fields in the text:\n{field_guide(schema)}\n\n{ask}",
-        },
-    ]
+    the engine's cache (the embedded engine's slots, vLLM's prefix cache) and reads only its own ask.
+
+    A schema with solved examples (`x-examples`, schemas/examples.py) puts the guide and the examples
+    first and the text after them: that fixed part is the same for every record, so the cache evaluates
+    it once per run, not once per record. Without examples the prompt is as it always was (the text
+    first): a calibration is keyed by its prompts (tasks/evaluation/key.py), and stays valid."""
+    shown, guide = text[:MAX_SOURCE_CHARS], field_guide(schema)
+    examples = schema_examples(schema.body)
+    if examples:
+        content = (
+            f"Find these fields in the text:\n{guide}\n\n{solved_examples(examples)}\n\n"
+            f"Text:\n{shown}\n\n{ask}"
+        )
+    else:
+        content = f"Text:\n{shown}\n\nFind these fields in the text:\n{guide}\n\n{ask}"
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": content}]
 
 
 def reasoning_messages(schema: Schema, text: str) -> list[Message]:
