@@ -18,7 +18,16 @@ a field right, yet the strictest threshold kept five and stopped the test).
 1 - (1 - level) / k). The number of fields comes from the schema, never from the data, so the split
 cannot be tuned on what the gold shows. With every value of every certified field right, the chance
 that some field's claim is false is then at most 1 - level. The price is the number of values a field
-needs: with k = 6 fields at 95% and 90%, 80 kept values all right (45 for one field alone).
+needs: with k = 6 fields at 95% and 90%, 80 kept values all right (45 for one field alone). A field
+with too few values to pass even were all right (counted, never judged) takes no share, and the
+fields that can pass split the level (`charged`).
+
+**Lists.** Where a field repeats in a record (list items), the record is the trial: its kept items
+are right together or not (items of one receipt are wrong together, so counting them as independent
+trials certified at 6.4% where 1.4% was allowed). **Pooled.** Chosen fields may instead make one
+claim together, labelled pooled: one threshold and one bound over all their kept values, "of the
+values kept in these fields, >= 95% are right", one test, so at the full level when it is the only
+one; it says nothing of any single field (`pooled_claims`).
 
 The bound is one-sided Clopper-Pearson (the beta quantile, via mpmath). A field that no threshold
 certifies is never kept as certified, and says so with the best bound it reached.
@@ -85,17 +94,51 @@ def field_level(level: float, fields: int) -> float:
 
 @dataclass(frozen=True)
 class Scored:
-    """One value of one gold record as the calibration sees it: its field, score, and whether it is right."""
+    """One value of one gold record as the calibration sees it: its field, score, and whether it is right.
+    `unit`: the record, where the field repeats in a record (list items): its kept items are one trial,
+    right only if every one is right (items of one receipt are wrong together, not independently)."""
 
     field: str
     score: float | None  # None: no probability to score (never kept)
     right: bool
+    unit: str | None = None
+
+
+def trials(values: Iterable[Scored], threshold: float = -math.inf) -> list[bool]:
+    """Whether each trial the values scored at or above `threshold` make is right: a value alone, or a
+    record's kept items of one field together (right only if all are)."""
+    alone: list[bool] = []
+    together: dict[tuple[str, str], bool] = {}
+    for value in values:
+        if value.score is None or value.score < threshold:
+            continue
+        if value.unit is None:
+            alone.append(value.right)
+        else:
+            key = (value.field, value.unit)
+            together[key] = together.get(key, True) and value.right
+    return alone + list(together.values())
+
+
+def size(values: Sequence[Scored]) -> int:
+    """How many trials the values make when every one is kept (nulls and unscored values included)."""
+    return sum(v.unit is None for v in values) + len({(v.field, v.unit) for v in values if v.unit})
+
+
+def unit_of(values: Iterable[Scored]) -> str:
+    """What a field's trials are: its records where its values carry one, else its values."""
+    return "record" if any(v.unit is not None for v in values) else "value"
 
 
 @dataclass(frozen=True)
 class FieldClaim:
     """What a calibration certified for one field: its threshold (None: not certifiable), the values it
-    keeps there on the gold and how many are right, the bound reached and at which level."""
+    keeps there on the gold and how many are right, the bound reached and at which level.
+
+    `charged`: False where the field has too few values to pass even were all right, so it took no share
+    of the level. `unit`: "record" where the field repeats in a record (counts are records, each right
+    only if every kept item is). `pool`: the fields of a pooled claim (one threshold and one bound over
+    all their kept values, `pool_correct` of `pool_kept`); `kept`/`correct` are then this field's part."""
 
     field: str
     target: float
@@ -105,6 +148,11 @@ class FieldClaim:
     kept: int
     correct: int
     bound: float  # at the threshold; where none passed, the best bound any threshold reached
+    charged: bool = True
+    unit: str = "value"
+    pool: tuple[str, ...] = ()
+    pool_kept: int = 0
+    pool_correct: int = 0
 
     @property
     def certified(self) -> bool:
@@ -112,10 +160,25 @@ class FieldClaim:
 
     def sentence(self) -> str:
         """The field's guarantee in one sentence, as a run's summary prints it."""
+        units = f"gold {self.unit}s"
+        if not self.charged:
+            return (f"{self.field}: not certifiable at {self.target:.0%} on {self.values} {units}: too few "
+                    "to pass even were all right, so it takes no share of the level (the fields that can "
+                    "pass split it)")  # fmt: skip
+        pooled = f" pooled over {', '.join(self.pool)}" if self.pool else ""
         if self.threshold is None:
-            return (f"{self.field}: not certifiable at {self.target:.0%} on {self.values} gold values "
+            return (f"{self.field}: not certifiable{pooled} at {self.target:.0%} on {self.values} {units} "
                     f"(best lower bound {self.bound:.3f}; {values_needed(self.target, self.level)} kept "
-                    "values all right would be needed)")  # fmt: skip
+                    f"{'values' if self.pool else units} all right would be needed)")  # fmt: skip
+        if self.pool:
+            return (f"{self.field}: pooled over {', '.join(self.pool)}: of the values kept in these fields "
+                    f"at score >= {self.threshold:g}, >= {self.bound:.1%} are right ({self.pool_correct}/"
+                    f"{self.pool_kept} kept; this field {self.correct}/{self.kept} of {self.values}; target "
+                    f"{self.target:.0%} together, not per field)")  # fmt: skip
+        if self.unit == "record":
+            return (f"{self.field}: of the records whose items are kept at score >= {self.threshold:g}, >= "
+                    f"{self.bound:.1%} have every kept item right ({self.correct}/{self.kept} of "
+                    f"{self.values} gold records, target {self.target:.0%})")  # fmt: skip
         return (f"{self.field}: values kept at score >= {self.threshold:g} are right at >= "
                 f"{self.bound:.1%} ({self.correct}/{self.kept} of {self.values} gold values kept, "
                 f"target {self.target:.0%})")  # fmt: skip
@@ -125,25 +188,46 @@ class FieldClaim:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FieldClaim:
-        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+        """A stored claim; one stored before charging, units and pools (every shipped file) has none."""
+        found = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
+        return cls(**found | ({"pool": tuple(found["pool"])} if "pool" in found else {}))
 
     def consistent(self) -> bool:
         """Whether the claim's own counts certify what it states: the bound recomputed from kept and
-        correct at its level reaches its target (a damaged or hand-edited file does not)."""
+        correct (a pool's, for a pooled claim) at its level reaches its target (a damaged or hand-edited
+        file does not). A field that took no share of the level certifies nothing."""
         if self.threshold is None:
             return True
-        again = lower_bound(self.correct, self.kept, self.level)
-        return self.kept <= self.values and again >= self.target and abs(again - self.bound) < 1e-6
+        correct, kept = (self.pool_correct, self.pool_kept) if self.pool else (self.correct, self.kept)
+        again = lower_bound(correct, kept, self.level)
+        within = self.correct <= correct and self.kept <= kept
+        return (self.charged and within and self.kept <= self.values and again >= self.target
+                and abs(again - self.bound) < 1e-6)  # fmt: skip
 
 
-def certify_field(field: str, values: Sequence[Scored], target: float, level: float,
-                  thresholds: Iterable[float] = THRESHOLDS) -> FieldClaim:  # fmt: skip
-    """The lowest threshold whose kept values reach `target` at `level`, by fixed-sequence testing."""
-    found: FieldClaim | None = None
+def shares(claims: Iterable[FieldClaim]) -> int:
+    """How many tests share the level: each charged field's own, and one for each charged pool."""
+    return len({claim.pool or claim.field for claim in claims if claim.charged})
+
+
+@dataclass(frozen=True)
+class Found:
+    """What one fixed-sequence test found: the threshold (None: none passed), its counts and bound."""
+
+    threshold: float | None
+    kept: int
+    correct: int
+    bound: float
+
+
+def sequence(values: Sequence[Scored], target: float, level: float,
+             thresholds: Iterable[float] = THRESHOLDS) -> Found:  # fmt: skip
+    """The lowest threshold whose kept trials reach `target` at `level`, by fixed-sequence testing."""
+    found: Found | None = None
     best = 0.0
     needed = values_needed(target, level)
     for threshold in sorted(thresholds, reverse=True):
-        kept = [v.right for v in values if v.score is not None and v.score >= threshold]
+        kept = trials(values, threshold)
         if len(kept) < needed:
             continue  # too few to certify even if all were right: not tested, nothing spent (the count
             # kept depends on the scores alone, never on which values are right)
@@ -151,15 +235,71 @@ def certify_field(field: str, values: Sequence[Scored], target: float, level: fl
         best = max(best, bound)
         if bound < target:
             break
-        found = FieldClaim(field, target, level, len(values), threshold, len(kept), sum(kept), bound)
-    return found or FieldClaim(field, target, level, len(values), None, 0, 0, best)
+        found = Found(threshold, len(kept), sum(kept), bound)
+    return found or Found(None, 0, 0, best)
+
+
+def certify_field(field: str, values: Sequence[Scored], target: float, level: float,
+                  thresholds: Iterable[float] = THRESHOLDS) -> FieldClaim:  # fmt: skip
+    """The lowest threshold whose kept values reach `target` at `level`, by fixed-sequence testing."""
+    found = sequence(values, target, level, thresholds)
+    return FieldClaim(field, target, level, size(values), found.threshold, found.kept, found.correct,
+                      found.bound, unit=unit_of(values))  # fmt: skip
+
+
+def charged(tried: dict[tuple[str, ...], tuple[int, float]], level: float) -> set[tuple[str, ...]]:
+    """The tests that take a share of the level, from counts only (`tried`: each test's fields, with how
+    many trials it could keep and its target): the most tests k such that k of them keep enough to pass
+    were every trial right at 1 - (1 - level) / k, those with the most room; the rest take no share.
+    Never from which values are right, so leaving a test out spends nothing, and a test that cannot
+    pass cannot make a false claim: the claims of the tests charged still hold together at `level`."""
+    for k in range(len(tried), 0, -1):
+        share = field_level(level, k)
+        room = {key: count - values_needed(target, share) for key, (count, target) in tried.items()}
+        passing = sorted((key for key in tried if room[key] >= 0), key=lambda key: (-room[key], key))
+        if len(passing) >= k:
+            return set(passing[:k])
+    return set()
 
 
 def certify(values: Sequence[Scored], fields: Sequence[str], targets: dict[str, float] | None = None,
-            level: float = LEVEL) -> dict[str, FieldClaim]:  # fmt: skip
-    """Every field's claim, the level split evenly across `fields` (all the schema's fields)."""
-    share, targets = field_level(level, len(fields)), targets or {}
-    return {
-        name: certify_field(name, [v for v in values if v.field == name], targets.get(name, TARGET), share)
-        for name in fields
-    }
+            level: float = LEVEL, pooled: Sequence[str] = ()) -> dict[str, FieldClaim]:  # fmt: skip
+    """Every field's claim, the level split evenly across the tests that can pass (`charged`): one per
+    field of `fields` (all the schema's fields), except the fields in `pooled`, which make one test
+    together, at the strictest of their targets (see `pooled_claims`)."""
+    targets = targets or {}
+    by_field = {name: [v for v in values if v.field == name] for name in fields}
+    pool = tuple(name for name in fields if name in pooled)
+    tried = {(name,): (len(trials(by_field[name])), targets.get(name, TARGET)) for name in fields
+             if name not in pool}  # fmt: skip
+    if pool:
+        tried[pool] = (len(trials([v for name in pool for v in by_field[name]])),
+                       max(targets.get(name, TARGET) for name in pool))  # fmt: skip
+    paying = charged(tried, level)
+    share = field_level(level, len(paying))
+    claims = {}
+    for name in fields:
+        if name in pool:
+            continue
+        target, mine = targets.get(name, TARGET), by_field[name]
+        unpaid = FieldClaim(name, target, share, size(mine), None, 0, 0, 0.0, False, unit_of(mine))
+        claims[name] = certify_field(name, mine, target, share) if (name,) in paying else unpaid
+    if pool:
+        claims |= pooled_claims(pool, by_field, tried[pool][1], share, pool in paying)
+    return {name: claims[name] for name in fields}
+
+
+def pooled_claims(pool: tuple[str, ...], by_field: dict[str, list[Scored]], target: float, level: float,
+                  paying: bool) -> dict[str, FieldClaim]:  # fmt: skip
+    """One threshold and one bound over every kept value of the fields in `pool` ("of the values kept in
+    these fields, >= target are right"): one test, so where it is the only one it takes the full level.
+    It says nothing of any one field: a field right at 80% may sit beside one right at 100%."""
+    together = [v for name in pool for v in by_field[name]]
+    found = sequence(together, target, level) if paying else Found(None, 0, 0, 0.0)
+    claims = {}
+    for name in pool:
+        own = trials(by_field[name], found.threshold) if found.threshold is not None else []
+        claims[name] = FieldClaim(name, target, level, size(by_field[name]), found.threshold, len(own),
+                                  sum(own), found.bound, paying, unit_of(by_field[name]), pool, found.kept,
+                                  found.correct)  # fmt: skip
+    return claims

@@ -9,7 +9,8 @@ it stores. A run uses a shipped calibration only when its whole key matches and 
 of its own: one made on the user's own gold overrides it.
 
 A file is checked before it is believed: every claim's bound is computed again from its own counts at
-its level, and each field's level must be its share of the file's level; a damaged or hand-edited file
+its level, and each field's level must be its share of the file's level (one per test that
+could pass: tasks.confidence.certify.tests); a damaged or hand-edited file
 (a threshold with too few values behind it, a bound its counts do not reach, counts that are none:
 more right than kept) is refused, never applied. A refused file is said once, in one line, and left
 out: the other files still serve, and no run or `formwork models` listing stops on it.
@@ -25,7 +26,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from formwork.tasks.confidence.certify import FieldClaim, counts_problem, field_level, lower_bound
+from formwork.tasks.confidence.certify import FieldClaim, counts_problem, field_level, lower_bound, shares
 from formwork.tasks.confidence.score import ScoreModel
 from formwork.tasks.evaluation.key import CalibrationKey
 
@@ -83,7 +84,7 @@ def _check_claims(path: Path, data: dict[str, Any]) -> None:
         if not isinstance(claim.values, int) or claim.kept > claim.values:
             raise ShippedProblem(f"{path}: field {claim.field} keeps {claim.kept!r} of {claim.values!r} "
                                  "values; it is refused, not applied")  # fmt: skip
-    share = field_level(data["level"], len(claims))
+    share = field_level(data["level"], shares(claims))  # a field too small to pass takes no share
     for claim in claims:
         if abs(claim.level - share) > 1e-9 or not claim.consistent():
             raise ShippedProblem(
