@@ -119,3 +119,45 @@ def test_fields_left_out_of_the_pool_each_take_a_share_beside_it() -> None:
     assert claims["c"].level == claims["a"].level == pytest.approx(0.95)  # two tests: the pool and c
     forged = FieldClaim.from_dict(claims["a"].as_dict() | {"pool_correct": 150})
     assert not forged.consistent()  # a pooled bound its pool's counts do not reach
+
+
+def _shopping_rows(records: int, wrong: int, items: int) -> list:
+    """Shopping lists of `items` items read once at p 0.99; the first `wrong` lists have every name wrong."""
+    from formwork.tasks.confidence.readings import PathReading
+    from formwork.tasks.evaluation.calibration import GoldRow
+
+    def entry(path: str, field: str, value: object) -> dict:
+        reading = PathReading(value, 0.99, "passed", "exact", True).as_dict()
+        return {
+            "path": path,
+            "field": field,
+            "readings": {"two-pass": reading},
+            "offered": 5,
+            "competes": False,
+        }
+
+    rows = []
+    for r in range(records):
+        gold_items = [{"name": f"item {r}-{j}", "quantity": 1} for j in range(items)]
+        read = [(f"other {r}-{j}" if r < wrong else item["name"]) for j, item in enumerate(gold_items)]
+        trust = [entry("store", "store", f"Shop {r}")]
+        for j, name in enumerate(read):
+            trust += [entry(f"items[{j}].name", "items[].name", name),
+                      entry(f"items[{j}].quantity", "items[].quantity", 1)]  # fmt: skip
+        rows.append(GoldRow(f"r{r}", trust, {"items": gold_items, "store": f"Shop {r}"}))
+    return rows
+
+
+def test_calibration_counts_a_list_field_by_record_so_wrong_lists_are_not_many_trials() -> None:
+    """80 lists of 5 items, 2 lists with every name wrong: item-counting (390/400) would certify names
+    at their share of the level; record-counting (78/80) does not, and quantities (80/80) do."""
+    from formwork.schemas.registry import load_schema
+    from formwork.tasks.evaluation.calibration import calibrate
+
+    share = field_level(0.9, 3)
+    assert lower_bound(390, 400, share) >= 0.95 > lower_bound(78, 80, share)
+    claims = calibrate(load_schema("shopping_list"), _shopping_rows(80, 2, 5)).claims
+    names = claims["items[].name"]
+    assert (names.values, names.unit, names.certified) == (80, "record", False)
+    assert claims["items[].quantity"].certified and claims["items[].quantity"].kept == 80
+    assert claims["store"].unit == "value" and claims["store"].values == 80

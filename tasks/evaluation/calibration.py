@@ -10,9 +10,12 @@ each stored row keeps, per value path, what every reading said (`trust`). From t
    never saw it (cross-fitting);
 3. each record's row is rebuilt as a run would build it (tasks.confidence.choose: each field from the
    reading whose least sure value scores highest, under the model that did not see the record), and
-   each kept value is one trial of its field: its score and whether it is right;
+   each kept value is one trial of its field: its score and whether it is right; where a field repeats
+   in a record (list items), the record is the trial, right only if every kept item is (items of one
+   receipt are wrong together, not independently);
 4. each field gets the lowest threshold that certifies its target (tasks.confidence.certify), the
-   level split across the schema's fields.
+   level split across the schema's fields that could pass; or the chosen fields make one pooled claim
+   (`pooled`: "of the values kept in these fields, >= 95% are right"), one test.
 
 The row's claim is measured beside: the rows a run would store `ok` at those thresholds (every value
 certified) and how many are entirely right; it is certified only where there are enough such rows
@@ -157,19 +160,20 @@ def kept_values(schema: Schema, row: GoldRow, model: ScoreModel, claims: dict[st
 
 
 def calibrate(schema: Schema, rows: Sequence[GoldRow], targets: dict[str, float] | None = None,
-              level: float = LEVEL) -> Calibrated:  # fmt: skip
-    """Fit the score on `rows` and certify each field of `schema` (see the module docstring)."""
+              level: float = LEVEL, pooled: Sequence[str] = ()) -> Calibrated:  # fmt: skip
+    """Fit the score on `rows` and certify each field of `schema` (see the module docstring); the fields
+    in `pooled` make one pooled claim together (tasks.confidence.certify.pooled_claims)."""
     x, right, records = examples(schema, rows)
     model, by_fold = fit(x, right), fold_models(x, right, records)
     scored = []
     per_row = []
     for row in rows:
         kept = kept_values(schema, row, by_fold[fold_of(row.record)])
-        scored += [Scored(f, score, good) for f, score, good in kept]
+        scored += [Scored(f, score, good, row.record if "[]" in f else None) for f, score, good in kept]
         per_row.append(kept)
     fields = schema_fields(schema.checked_body)
     targets = targets or field_targets(schema)
-    claims = certify(scored, fields, targets, level)
+    claims = certify(scored, fields, targets, level, pooled)
     ok = [kept for kept in per_row if kept and all(
         score is not None and claims[f].threshold is not None and score >= claims[f].threshold  # type: ignore[operator]
         for f, score, _ in kept)]  # fmt: skip
