@@ -13,7 +13,7 @@ from formwork.schemas.registry import SchemaProblem, builtin_names, load_schema
 
 
 def test_builtin_schemas_are_versioned_and_have_critical_fields() -> None:
-    assert builtin_names() == ["chat_tag", "contact", "expense", "receipt", "shopping_list"]
+    assert builtin_names() == ["chat_tag", "contact", "expense", "receipt", "shop_receipt", "shopping_list"]
     for name in builtin_names():
         schema = load_schema(name)
         assert schema.version >= 1

@@ -62,6 +62,10 @@ INPUTS: dict[str, list[str]] = {
         "CAFE LUNA 2024-05-02\n2x Espresso 5.00\n1x Croissant 2.50\nTOTAL EUR 7.50",
         "Walmart receipt: milk $3.49, bread $2.99, total $6.48",
     ],
+    "shop_receipt": [
+        "KEDAI RUNCIT MAJU SDN BHD\nNO 12, JALAN MAWAR 3, 81100 JOHOR BAHRU\nDATE: 25/12/2018\nTOTAL RM 9.00",
+        "Corner Deli, 14 High St, Leeds. 02/03/2024. Total due: 12.40",
+    ],
     "shopping_list": [
         "Can you grab 2 cartons of milk, a loaf of bread and 6 eggs from Tesco on the way home?",
         "Need for the party: 3 bags of chips, 12 cans of soda, napkins.",
