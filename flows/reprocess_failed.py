@@ -12,9 +12,11 @@ model or budget: pass them as `overrides` (`formwork retry --set reasoning_max_t
 
 An entry is a `retry` (the same reader again) or an `escalation`: a row held back only by its values'
 thresholds, which the same reader would answer the same. An escalation is read by the stronger reader
-its entry names (`escalate_to`, or this flow's parameter), under that reader's own calibration, and
-its certified values join those the first reader certified (tasks.escalation.combine). The entry
-names that reader whole (flows.run_policy.stored_reader), never with its server's password.
+its entry names (`escalate_to`, or this flow's parameter), and its values join those the first reader
+certified (tasks.escalation.combine). Its own calibration was measured on all records, not on the
+escalated ones (the hard ones, where its precision is lower), so none of its values is certified here:
+each is delivered `unsure`, saying so. The entry names that reader whole
+(flows.run_policy.stored_reader), never with its server's password.
 """
 
 from __future__ import annotations
@@ -69,8 +71,9 @@ def reprocess_failed(
 ) -> list[RunSummary]:
     """Claim up to `limit` due queue entries (of one `kind`, of run `run_id`'s records, if given) and
     read them again: a retry with the same reader (under `overrides`), an escalation with the stronger
-    one its entry names, or `escalate_to` where given (tasks.escalation), whose certified values join
-    the first reader's. An entry whose record's text has changed since is settled stale, not read."""
+    one its entry names, or `escalate_to` where given (tasks.escalation), whose values join the first
+    reader's, unsure (its calibration was not measured on escalated records). An entry whose record's
+    text has changed since is settled stale, not read."""
     secret = sorted(secret_overrides({**(overrides or {}), "escalate_to": escalate_to}))
     if secret:
         raise ValueError(

@@ -6,6 +6,7 @@ may certify what the first could not, so such a row waits in the retry queue as 
 (db.queue), and the reprocessing flow reads it with `escalate_to`, under that model's own calibration.
 Only a row unsure of a field that calibration certifies is sent (db.store.QueuePolicy, with the key
 from tasks.evaluation.key.escalation_key): for any other, the stronger reader could change nothing.
+Which of its values that calibration may certify in the row is another matter (below).
 
 `escalate_to` names the stronger reader in one string (tasks.settings.escalation_overrides reads it):
 a model from `formwork models`, `@MODE` for the same model in another mode, both, or a server.
@@ -25,6 +26,22 @@ value is kept:
 
 Each kept value names the model that certified it, and the row is `ok` when every value is certified
 by one of them.
+
+**Which calibration certifies the stronger reader here.** The rows it reads are the ones the first
+reader was unsure of, the hard ones, where a calibration measured on all records overstates its
+precision (the review's simulation: below its 95% target on them in 85 of 92 calibrations; ours, in
+tests/test_cascade_level.py: in every one of 72).
+So its values are certified here only by a calibration measured on escalated records, one whose key
+names both readers and the first reader's calibration (`measured_on_escalated`). No run can look one
+up yet (the calibration key has no place for the first reader), so in a run each of the stronger
+reader's values is delivered `unsure`, with its value and `MEASURED_ON_ALL` as the reason: what is
+certified in an escalated row is what the first reader's calibration certified. benchmarks/cascade.py
+measures such a calibration from measuring runs (calibration half's escalated records) and reports both.
+
+**The joint level.** Each calibration's claims hold together at its own level (0.9: one chance in ten
+that some field's claim is false). A row carrying values certified by two calibrations rests on both,
+so the claims of a cascade hold together at 1 - (1 - a) - (1 - b): two families at 90% each give 80%,
+not 90% (`joint_level`).
 """
 
 from __future__ import annotations
@@ -37,12 +54,28 @@ from typing import Any, Literal
 
 from formwork.schemas.paths import parse_path, set_null
 from formwork.schemas.registry import Schema
+from formwork.tasks.calls import UNVOUCHED
 from formwork.tasks.confidence.choose import under
 from formwork.tasks.confidence.readings import same
 from formwork.tasks.validate import Verdict, as_written
 
 Side = Literal["first", "second", "both"]
 DISAGREE = "two certified readers disagree, so neither is certified"
+MEASURED_ON_ALL = "the stronger reader's calibration was measured on all records, not on escalated ones"
+
+
+def joint_level(*levels: float) -> float:
+    """The level at which the claims of several calibrations hold together (Bonferroni: their chances
+    of a false claim add up), as a row certified by both readers of a cascade relies on all of them."""
+    return max(0.0, 1.0 - sum(1.0 - level for level in levels))
+
+
+def _measured_on_all(second: Verdict) -> Verdict:
+    """`second` with none of its values certified: its calibration was measured on all records, and these
+    are the hard ones. Each value stays in the row as read (not dropped), `unsure` with the reason."""
+    trust = [{**e, "certified": False, "certified_by": None, "why": MEASURED_ON_ALL} if e.get("certified")
+             else e for e in second.trust or []]  # fmt: skip
+    return replace(second, trust=trust)
 
 
 def _kept(entry: dict[str, Any]) -> Any:
@@ -97,10 +130,14 @@ def _side(mine: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> Side:
     return "first" if counted > 0 else "second"
 
 
-def combine(schema: Schema, first: dict[str, Any], first_model: str, second: Verdict, second_model: str
-            ) -> Verdict:  # fmt: skip
+def combine(schema: Schema, first: dict[str, Any], first_model: str, second: Verdict, second_model: str,
+            *, measured_on_escalated: bool = False) -> Verdict:  # fmt: skip
     """The row of a record the first model left unsure (`first`: its stored `data`, `trust` and
-    `evidence`) once the stronger model has read it (`second`, held to its own calibration)."""
+    `evidence`) once the stronger model has read it (`second`, held to its own calibration).
+    `measured_on_escalated`: whether that calibration was measured on the records the first reader's
+    rule escalates; where not, none of the stronger model's values is certified (the module docstring)."""
+    if not measured_on_escalated:
+        second = _measured_on_all(second)
     if second.data is None:
         second = replace(second, data=copy.deepcopy(first.get("data")) or None)
     if not isinstance(second.data, dict):
@@ -181,6 +218,8 @@ def combine(schema: Schema, first: dict[str, Any], first_model: str, second: Ver
     evidence += [row for row in first.get("evidence") or [] if theirs_at(row["path"])]
     for path in nulled:  # each reader's row left out what the user's schema cannot hold null: conform anew
         _put(data, path, None)
+    if any(t.get("why") == MEASURED_ON_ALL for t in trust):
+        errors.append(f"{UNVOUCHED}: {MEASURED_ON_ALL}")
     status = "ok" if trust and not errors and all(t.get("certified_by") for t in trust) else second.status
     status = "partial" if status == "ok" and errors else status
     verdict = Verdict(status, data, errors, sorted(nulled), [], evidence, second.values, trust)  # type: ignore[arg-type]

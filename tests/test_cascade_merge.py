@@ -1,7 +1,9 @@
 """The cascade's merge and who escalates (issue 54, points 1, 6 and 9): two readers' lists are never
 mixed by position, a value two certified readers disagree on is certified by neither, each kept value
 keeps the evidence of the reader it came from, and a row whose values the judge refused reaches the
-stronger reader once the first cannot settle it. The readings are judged by the real judge, their
+stronger reader once the first cannot settle it. The merges are those of a stronger reader whose
+calibration was measured on escalated records (`measured_on_escalated`; without one none of its values
+is certified: tests/test_cascade_level.py). The readings are judged by the real judge, their
 answers written at stated probabilities (no model writes a chosen value at a chosen probability)."""
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ def test_an_item_is_never_made_of_two_readers_items_by_position() -> None:
     first = _receipt(("Corner Shop", 0.5), [(("Bread", 0.99), (2.5, 0.99))])
     second = _receipt(("Corner Shop", 0.99), [(("Milk", 0.5), (1.15, 0.99)), (("Bread", 0.99), (2.5, 0.99))])
     assert first.status == second.status == "partial"
-    row = combine(RECEIPT, _stored(first), "small", second, "large")
+    row = combine(RECEIPT, _stored(first), "small", second, "large", measured_on_escalated=True)
     assert ("Bread", 1.15) not in _items_of(row)
     assert _items_of(row) == [("Bread", 2.5)]  # the list one reader certified whole, from that reader
     by_path = {t["path"]: t["certified_by"] for t in row.trust}
@@ -93,7 +95,7 @@ def test_an_item_is_never_made_of_two_readers_items_by_position() -> None:
 def test_where_neither_certifies_its_list_whole_the_list_comes_whole_from_one_reader() -> None:
     first = _receipt(("Corner Shop", 0.5), [(("Milk", 0.99), (1.15, 0.5)), (("Bread", 0.5), (2.5, 0.99))])
     second = _receipt(("Corner Shop", 0.99), [(("Milk", 0.5), (1.15, 0.99)), (("Bread", 0.99), (2.5, 0.5))])
-    row = combine(RECEIPT, _stored(first), "small", second, "large")
+    row = combine(RECEIPT, _stored(first), "small", second, "large", measured_on_escalated=True)
     assert row.status == "partial"
     items = {t["path"]: (t["certified_by"], t["value"]) for t in row.trust if t["path"].startswith("items")}
     assert {by for by, _ in items.values()} <= {"large", None}  # no value of the first reader's list
@@ -104,7 +106,7 @@ def test_where_neither_certifies_its_list_whole_the_list_comes_whole_from_one_re
 def test_lists_two_readers_certify_differently_keep_only_the_items_both_give() -> None:
     first = _receipt(("Corner Shop", 0.5), [(("Milk", 0.99), (1.15, 0.99)), (("Bread", 0.99), (2.5, 0.99))])
     second = _receipt(("Corner Shop", 0.99), [(("Milk", 0.99), (1.15, 0.99)), (("Eggs", 0.99), (3.2, 0.99))])
-    row = combine(RECEIPT, _stored(first), "small", second, "large")
+    row = combine(RECEIPT, _stored(first), "small", second, "large", measured_on_escalated=True)
     assert row.status == "partial"
     assert row.data["items"][0] == {"description": "Milk", "amount": 1.15}  # both give it
     assert row.data["items"][1] == {}  # Eggs: only the stronger reader's list has it, the first's has Bread
@@ -122,7 +124,7 @@ def _flat(who: tuple, amount: tuple) -> Verdict:
 def test_a_value_two_certified_readers_disagree_on_is_certified_by_neither() -> None:
     first = _flat(("Maria", 0.5), (42.8, 0.99))
     second = _flat(("Maria", 0.95), (3, 0.99))
-    row = combine(SCHEMA, _stored(first), "small", second, "large")
+    row = combine(SCHEMA, _stored(first), "small", second, "large", measured_on_escalated=True)
     assert row.status == "partial" and "amount" not in row.data  # the schema cannot hold its null
     amount = next(t for t in row.trust if t["path"] == "amount")
     assert not amount["certified"] and amount["certified_by"] is None
@@ -137,7 +139,7 @@ def test_a_value_kept_from_the_first_reader_keeps_the_first_readers_evidence() -
     first = _flat(("Maria", 0.5), (42.8, 0.99))
     second = _flat(("Maria", 0.97), (3, 0.5))
     assert [r["quote"] for r in second.evidence if r["path"] == "amount"] == ["3"]
-    row = combine(SCHEMA, _stored(first), "small", second, "large")
+    row = combine(SCHEMA, _stored(first), "small", second, "large", measured_on_escalated=True)
     assert row.status == "ok" and row.data["amount"] == 42.8
     amount = [r for r in row.evidence if r["path"] == "amount"]
     assert amount and all(r["value"] == 42.8 and r["quote"] == "42.80" for r in amount)

@@ -55,7 +55,7 @@ def _first(who: tuple, amount: tuple) -> dict:
 def test_the_stronger_models_certified_values_fill_what_the_first_left_unsure() -> None:
     first = _first(("Maria", 0.5), (42.8, 0.99))  # who unsure, amount certified
     second = _second(("Maria", 0.97), (42.8, 0.5))
-    row = combine(SCHEMA, first, "small", second, "large")
+    row = combine(SCHEMA, first, "small", second, "large", measured_on_escalated=True)
     assert row.status == "ok" and row.data == {"who": "Maria", "amount": 42.8, "category": "meals"}
     by_path = {t["path"]: t["certified_by"] for t in row.trust}
     assert by_path == {"who": "large", "amount": "small", "category": "large"}
@@ -64,7 +64,7 @@ def test_the_stronger_models_certified_values_fill_what_the_first_left_unsure() 
 def test_a_value_neither_model_certifies_stays_unsure() -> None:
     first = _first(("Maria", 0.5), (42.8, 0.99))
     second = _second(("Maria", 0.6), (42.8, 0.99))
-    row = combine(SCHEMA, first, "small", second, "large")
+    row = combine(SCHEMA, first, "small", second, "large", measured_on_escalated=True)
     assert row.status == "partial" and row.data["who"] is None
     assert any(e.startswith("who ") and "dropped" in e for e in row.errors)
 
