@@ -35,7 +35,8 @@ def test_jsonl_gives_one_line_per_file_and_strict_refuses(tmp_path) -> None:
     ]
     assert "#/properties/a: $ref" in lines[1]["refused_because"][-1]
     assert set(lines[0]) == {
-        "file", "accepted", "changed", "checked_after", "not_checked", "long_texts", "refused_because"
+        "file", "accepted", "changed", "checked_after", "not_checked", "long_texts", "unguided",
+        "refused_because"
     }  # fmt: skip
     strict = runner.invoke(app, ["schemas", str(loose), "expense", "--strict", "--format", "jsonl"])
     verdicts = [json.loads(line) for line in strict.stdout.splitlines()]

@@ -3,7 +3,11 @@
 For each file it prints whether the schema is accepted as is, accepted after normalising (each change
 with its JSON pointer and why), or refused (the keyword, its pointer and the fix), plus the keywords
 that are checked after decoding rather than enforced by the grammar, each `format` that nothing
-checks at all, and how a text too long for one prompt merges each field (schemas/roles.py).
+checks at all, how a text too long for one prompt merges each field (schemas/roles.py), and which
+judgement fields have no guide: a field the model must judge (free text that is not a copied identifier
+or a formatted value, a label from an enum, yes or no) and whose description, the rubric the field guide
+shows it, is missing. Such fields are the ones a small model reads worst (issue 53): who is "the person
+who spent the money", which category a parking fee is, what makes a severity high.
 `--format jsonl` writes one line per file for scripts; `--strict` refuses any schema that would need a
 change.
 """
@@ -12,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -25,6 +30,47 @@ from formwork.flows.cli.common import err, out
 class SchemaFormat(StrEnum):
     text = "text"
     jsonl = "jsonl"
+
+
+KEYS = ("file", "accepted", "changed", "checked_after", "not_checked", "long_texts", "unguided",
+        "refused_because")  # fmt: skip  # a jsonl line's keys, in order
+
+
+def _judgement(node: dict[str, Any], name: str) -> str | None:
+    """What a field asks the model to judge ("a label", "yes or no", "free text"), or None for a field it
+    copies or computes (a number, a date, an e-mail, a phone, an order number) or for a nesting one."""
+    from formwork.tasks.evaluation.identifiers import identifier_rule
+
+    branches = [node, *(b for b in node.get("anyOf") or node.get("oneOf") or [] if isinstance(b, dict))]
+    types: set[str] = set()
+    for branch in branches:
+        declared = branch.get("type", [])
+        types |= {declared} if isinstance(declared, str) else set(declared)
+    if any("enum" in b for b in branches):
+        return "a label"
+    if "boolean" in types:
+        return "yes or no"
+    formatted = any(b.get("format") or b.get("x-format") for b in branches)
+    if "string" in types and not formatted and identifier_rule(node, name) is None:
+        return "free text"
+    return None
+
+
+def unguided(node: dict[str, Any], prefix: str = "") -> Iterator[str]:
+    """One line per judgement field under `node` (at any depth: `items[].category`) with no description."""
+    for name, child in (node.get("properties") or {}).items():
+        if not isinstance(child, dict):
+            continue
+        path = f"{prefix}{name}"
+        items = child.get("items") if isinstance(child.get("items"), dict) else None
+        judged = _judgement(items if items is not None and not items.get("properties") else child, name)
+        described = any(str(n.get("description") or "").strip() for n in (child, items or {}))
+        if judged and not described:
+            yield f"{path}: {judged} to judge, with no description: say what counts (a rubric) in it"
+        if child.get("properties"):
+            yield from unguided(child, f"{path}.")
+        if items is not None and items.get("properties"):
+            yield from unguided(items, f"{path}[].")
 
 
 def check_one(spec: str, strict: bool) -> dict[str, Any]:
@@ -42,6 +88,7 @@ def check_one(spec: str, strict: bool) -> dict[str, Any]:
             "checked_after": [],
             "not_checked": [],
             "long_texts": [],
+            "unguided": [],
             "refused_because": reasons,
         }
     from formwork.schemas.roles import schema_roles
@@ -55,6 +102,7 @@ def check_one(spec: str, strict: bool) -> dict[str, Any]:
         "checked_after": report.checked_after,
         "not_checked": report.ignored,  # a format no checker reads: said, never silent
         "long_texts": schema_roles(schema.body).explain(),  # how a long text's parts merge each field
+        "unguided": list(unguided(schema.checked_body)),  # judgement fields with no rubric
         "refused_because": [],
     }
 
@@ -72,6 +120,7 @@ def _print_verdict(verdict: dict[str, Any]) -> None:
         ("checked after", "checked_after"),
         ("not checked", "not_checked"),
         ("long texts", "long_texts"),
+        ("no guide", "unguided"),
     ):
         for line in verdict[key]:
             err.print(f"    {title}: {escape(line)}")
@@ -92,28 +141,22 @@ def schemas(
         verdicts = [check_one(spec, strict) for spec in files]
         for verdict in verdicts:
             if format is SchemaFormat.jsonl:
-                line = {
-                    k: verdict[k]
-                    for k in (
-                        "file",
-                        "accepted",
-                        "changed",
-                        "checked_after",
-                        "not_checked",
-                        "long_texts",
-                        "refused_because",
-                    )
-                }
+                line = {k: verdict[k] for k in KEYS}
                 sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
             else:
                 _print_verdict(verdict)
         raise typer.Exit(0 if all(v["accepted"] for v in verdicts) else 1)
     table = Table(title="built-in schemas")
-    for column in ("name", "version", "fields", "critical"):
+    for column in ("name", "version", "fields", "critical", "judgement fields with no guide"):
         table.add_column(column)
     for name in builtin_names():
         schema = load_schema(name)
+        bare = ", ".join(line.split(":", 1)[0] for line in unguided(schema.checked_body)) or "none"
         table.add_row(
-            name, str(schema.version), ", ".join(schema.properties), ", ".join(sorted(schema.critical_fields))
+            name,
+            str(schema.version),
+            ", ".join(schema.properties),
+            ", ".join(sorted(schema.critical_fields)),
+            bare,
         )
     out.print(table)
