@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 from formwork.db.models import Calibration
 from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.confidence.certify import FieldClaim, lower_bound
+from formwork.tasks.confidence.certify import terms as claim_terms
 from formwork.tasks.confidence.policy import UNCALIBRATED, Policy
 from formwork.tasks.confidence.score import ScoreModel
 from formwork.tasks.evaluation.calibration import Calibrated
@@ -132,7 +133,7 @@ def _calibrated(found: Calibration, label: int | str) -> Applied:
     claims = {name: FieldClaim.from_dict(claim) for name, claim in (found.fields or {}).items()}
     when = f", measured {found.created_at:%Y-%m-%d}" if found.created_at else ""
     certified = f"{sum(c.certified for c in claims.values())} of {len(claims)} fields certified"
-    terms = f"target {found.target:.0%} per field, all fields together at {found.level:.0%} confidence"
+    terms = claim_terms(claims, found.target, found.level)  # per field, or pooled over the fields named
     if found.source == AUDIT:
         audited = f" on {found.created_at:%Y-%m-%d}" if found.created_at else ""
         guarantee = (f"calibrated on {found.gold_size} of your own records{audited}: {certified} "

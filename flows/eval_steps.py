@@ -21,7 +21,7 @@ from formwork.db.calibrations import export_calibration, store_calibration
 from formwork.db.models import ModelCall, Record, Run, RunResult
 from formwork.schemas.registry import Schema
 from formwork.tasks.confidence.certify import LEVEL, TARGET
-from formwork.tasks.evaluation.calibration import GoldRow, calibrate, field_targets
+from formwork.tasks.evaluation.calibration import GoldRow, calibrate, field_targets, pooled_fields
 from formwork.tasks.evaluation.certified import FieldCount, field_claims, field_counts
 from formwork.tasks.evaluation.gold import GoldRecord
 from formwork.tasks.evaluation.key import CalibrationKey
@@ -95,12 +95,12 @@ def gold_hash(golds: list[GoldRecord]) -> str:
 
 def calibrated(
     session: Session, key: CalibrationKey, run_id: int, golds: list[GoldRecord], schema: Schema,
-    rows: list[GoldRow], target: float, export: str | None = None,
+    rows: list[GoldRow], target: float, export: str | None = None, claim: str = "per-field",
 ) -> dict[str, Any]:  # fmt: skip
-    """Fit the score and certify each field on these gold rows; store the calibration under `key`, and
-    write it into the folder `export` as a file to ship, if given."""
+    """Fit the score and certify each field on these gold rows (or the fields `claim` pools, together);
+    store the calibration under `key`, and write it into the folder `export` as a file to ship, if given."""
     targets = {name: t if t != TARGET else target for name, t in field_targets(schema).items()}
-    found = calibrate(schema, rows, targets, LEVEL)
+    found = calibrate(schema, rows, targets, LEVEL, pooled_fields(schema, claim))
     row = store_calibration(session, key, found, target, gold_hash=gold_hash(golds), gold_size=len(golds),
                             run_id=run_id)  # fmt: skip
     values = sum(c.values for c in found.claims.values())

@@ -42,6 +42,7 @@ from formwork.flows.runner import checked_engines, chunked, new_context, run_chu
 from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import Schema, load_checked_schema
 from formwork.tasks.confidence.certify import TARGET
+from formwork.tasks.evaluation.calibration import pooled_fields
 from formwork.tasks.evaluation.certified import FieldCount
 from formwork.tasks.evaluation.gold import GoldRecord, Half, load_gold
 from formwork.tasks.evaluation.key import CalibrationKey, calibration_key, pipeline_version
@@ -108,7 +109,7 @@ def _stored_key(session: Session, run: Run) -> CalibrationKey:
 
 def _from_run(
     session: Session, chosen: Schema, golds: list[GoldRecord], run_id: int, mode: str, calibrate: bool,
-    verify: bool, target: float, export: str | None,
+    verify: bool, target: float, export: str | None, claim: str = "per-field",
 ) -> dict[str, Any]:  # fmt: skip
     """Calibrate or verify on the rows a measured run stored (tasks.evaluation.replay), no model call."""
     run = session.get(Run, run_id)
@@ -129,7 +130,7 @@ def _from_run(
     if reading:
         report["reading"] = f"{reading} reading of run {run_id}"
     if calibrate:
-        report["calibrated"] = calibrated(session, key, run_id, golds, chosen, rows, target, export)
+        report["calibrated"] = calibrated(session, key, run_id, golds, chosen, rows, target, export, claim)
     if verify:
         applied = policy_for(session, key)
         policy = applied.policy
@@ -156,6 +157,7 @@ def evaluate(
     export: str | None = None,
     measure: bool = False,
     from_run: int | None = None,
+    claim: str = "per-field",
 ) -> dict[str, dict[str, Any]]:
     """Score each mode on the gold records of `gold` (files, comma-separated; of one `half`, if given);
     return mode -> scores (with `run_id` and `eval_id`).
@@ -167,6 +169,8 @@ def evaluate(
     each field for `target`, stores the calibration under the mode's full key and writes it into
     `export` as a file to ship, if given. `from_run`: calibrate or verify on the rows a measured run
     stored, with no model call (one mode; `one-pass` reads a `two-readings` run's notes-free reading).
+    `claim`: what `calibrate` certifies: `per-field`, or `pooled[:FIELD,...]`, one claim over the
+    kept values of those fields together (tasks.evaluation.calibration.pooled_fields).
     Calibrating and verifying need a gold that names every field."""
     _checked(target, calibrate, verify, export, measure)
     settings = Settings()
@@ -177,13 +181,17 @@ def evaluate(
     if from_run is not None and len(modes) != 1:
         raise ValueError("--from-run reads one run: name its mode (--mode), not several")
     chosen = load_checked_schema(schema)
+    if claim != "per-field" and not calibrate:
+        raise ValueError("--claim chooses what --calibrate certifies: add --calibrate")
+    pooled_fields(chosen, claim)  # a claim naming no field of the schema: one line, before any model call
     files = [Path(g).resolve() for g in gold.split(",")]
     golds = load_gold(files, chosen, limit, complete=calibrate or verify or measure, half=half)
     sessions = session_factory(db_url or settings.db_url)
     batch, reports = uuid.uuid4().hex[:12], {}
     if from_run is not None:
         with sessions() as session:
-            report = _from_run(session, chosen, golds, from_run, modes[0], calibrate, verify, target, export)
+            report = _from_run(session, chosen, golds, from_run, modes[0], calibrate, verify, target, export,
+                               claim)  # fmt: skip
             session.commit()
         return {modes[0]: report | {"run_id": from_run, "half": half}}
     with checked_engines(settings, chosen) as engines:
@@ -202,7 +210,7 @@ def evaluate(
                 report["half"] = half
                 if calibrate:
                     report["calibrated"] = calibrated(session, key, context.run_id, golds, chosen, rows,
-                                                      target, export)  # fmt: skip
+                                                      target, export, claim)  # fmt: skip
                 if verify:
                     run = session.get(Run, context.run_id)
                     applied = (run.confidence if run else None) or {}

@@ -161,3 +161,44 @@ def test_calibration_counts_a_list_field_by_record_so_wrong_lists_are_not_many_t
     assert (names.values, names.unit, names.certified) == (80, "record", False)
     assert claims["items[].quantity"].certified and claims["items[].quantity"].kept == 80
     assert claims["store"].unit == "value" and claims["store"].values == 80
+
+
+def test_a_pooled_calibration_is_stored_applied_and_said_as_pooled(db_url: str) -> None:
+    """`--claim pooled` end to end from the stored rows: the calibration stores one threshold for every
+    pooled field, a run applies it to each, and its guarantee line says "pooled over" the fields."""
+    from formwork.db.calibrations import policy_for, statement
+    from formwork.db.session import session_factory
+    from formwork.flows.eval_steps import calibrated
+    from formwork.schemas.registry import load_schema
+    from formwork.tasks.evaluation.gold import GoldRecord
+    from formwork.tasks.evaluation.key import CalibrationKey
+
+    schema = load_schema("shopping_list")
+    rows = _shopping_rows(80, 2, 5)
+    golds = [GoldRecord(row.record, "list", row.gold) for row in rows]
+    key = CalibrationKey("shopping_list", 1, schema.digest, "m", None, "local", "two-pass", True, "m", "s",
+                         "r1.f1.p0")  # fmt: skip
+    with session_factory(db_url)() as session:
+        said = calibrated(session, key, None, golds, schema, rows, 0.95, claim="pooled")  # type: ignore[arg-type]
+        session.commit()
+        assert all(sentence.split(": ")[1].startswith("pooled over") for sentence in said["fields"].values())
+        applied = policy_for(session, key)
+    claims = applied.policy.claims
+    assert {c.threshold for c in claims.values()} == {claims["store"].threshold} and claims["store"].certified
+    assert claims["store"].pool_kept == 80 * 3 and claims["store"].pool_correct == 80 * 3 - 2  # 2 lists wrong
+    assert "pooled over items[].name, items[].quantity, store" in statement(applied.applied)
+    assert "per field" not in applied.applied["guarantee"].replace("not per field", "")
+
+
+def test_a_claim_names_fields_of_the_schema_or_is_refused_in_one_line() -> None:
+    from formwork.schemas.registry import load_schema
+    from formwork.tasks.evaluation.calibration import pooled_fields
+
+    expense = load_schema("expense")
+    assert pooled_fields(expense, "per-field") == ()
+    assert pooled_fields(expense, "pooled:amount, date") == ("date", "amount")  # in the schema's order
+    assert len(pooled_fields(expense, "pooled")) == 6
+    with pytest.raises(ValueError, match=r"--claim pools total: no field of expense \(its fields: who, date"):
+        pooled_fields(expense, "pooled:total")
+    with pytest.raises(ValueError, match=r"--claim is per-field, pooled or pooled:FIELD,FIELD, not 'all'"):
+        pooled_fields(expense, "all")

@@ -158,6 +158,14 @@ def eval_gold(
             "--mode one-pass reads a two-readings run's notes-free reading, the one-pass call"
         ),
     ] = None,
+    claim: Annotated[
+        str,
+        typer.Option(
+            help="with --calibrate: per-field (each field its own claim), or pooled[:FIELD,FIELD] (one "
+            "claim over the kept values of those fields together, every field if none named: "
+            "'of the values kept in these fields, >= target are right', not a claim about any one)"
+        ),
+    ] = "per-field",
     db: DbOption = None,
     model: ModelOption = None,
 ) -> None:
@@ -186,7 +194,7 @@ def eval_gold(
             reports = evaluate(
                 ",".join(map(str, gold)), schema, modes=modes, limit=limit, chart=str(chart),
                 calibrate=calibrate, target=target, verify=verify, half=half,  # type: ignore[arg-type]
-                export=str(export) if export else None, measure=measure, from_run=from_run,
+                export=str(export) if export else None, measure=measure, from_run=from_run, claim=claim,
             )  # fmt: skip
     except (GoldProblem, SchemaProblem, EngineError, ValueError, ImportError) as exc:
         fail(str(exc))

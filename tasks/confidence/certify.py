@@ -205,6 +205,17 @@ class FieldClaim:
                 and abs(again - self.bound) < 1e-6)  # fmt: skip
 
 
+def terms(claims: dict[str, FieldClaim], target: float, level: float) -> str:
+    """What a calibration's claims state, in words, for a run's guarantee line: per field, or pooled over
+    the fields named (never read as a claim about any one of them)."""
+    pool = next((claim for claim in claims.values() if claim.pool), None)
+    if pool is None:
+        return f"target {target:.0%} per field, all fields together at {level:.0%} confidence"
+    rest = "; the other fields per field" if len(pool.pool) < len(claims) else ""
+    return (f"pooled over {', '.join(pool.pool)}: target {pool.target:.0%} over their kept values together, "
+            f"not per field{rest}; all claims together at {level:.0%} confidence")  # fmt: skip
+
+
 def shares(claims: Iterable[FieldClaim]) -> int:
     """How many tests share the level: each charged field's own, and one for each charged pool."""
     return len({claim.pool or claim.field for claim in claims if claim.charged})

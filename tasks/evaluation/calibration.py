@@ -180,6 +180,23 @@ def calibrate(schema: Schema, rows: Sequence[GoldRow], targets: dict[str, float]
     return Calibrated(model, claims, len(ok), sum(all(good for *_, good in kept) for kept in ok), level)
 
 
+def pooled_fields(schema: Schema, claim: str) -> tuple[str, ...]:
+    """The fields `claim` pools: none for `per-field` (the default: one claim per field), every field for
+    `pooled`, the named ones for `pooled:FIELD,FIELD`. A claim is chosen before certifying, never from
+    what the gold shows, so choosing it spends nothing."""
+    fields = schema_fields(schema.checked_body)
+    kind, _, named = claim.partition(":")
+    if claim == "per-field":
+        return ()
+    if kind != "pooled":
+        raise ValueError(f"--claim is per-field, pooled or pooled:FIELD,FIELD, not {claim!r}")
+    chosen = [name.strip() for name in named.split(",") if name.strip()] or fields
+    if unknown := [name for name in chosen if name not in fields]:
+        raise ValueError(f"--claim pools {', '.join(unknown)}: no field of {schema.name} (its fields: "
+                         f"{', '.join(fields)})")  # fmt: skip
+    return tuple(name for name in fields if name in chosen)
+
+
 def field_targets(schema: Schema) -> dict[str, float]:
     """Each field's target: its `x-target` where the schema sets one, else TARGET."""
     found = {}
