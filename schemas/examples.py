@@ -14,7 +14,6 @@ back a record's values: the judge grounds values in the record's text alone.
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -34,10 +33,6 @@ class Example:
 
     text: str
     answer: dict[str, Any]
-
-    def shown(self) -> str:
-        """The answer as the prompt shows it: compact JSON, non-ASCII kept as written."""
-        return json.dumps(self.answer, ensure_ascii=False)
 
 
 def schema_examples(body: dict[str, Any]) -> tuple[Example, ...]:

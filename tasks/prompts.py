@@ -11,7 +11,7 @@ import hashlib
 import json
 from typing import Any
 
-from formwork.schemas.examples import Example, schema_examples
+from formwork.schemas.examples import schema_examples
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines.base import Message
 
@@ -73,13 +73,20 @@ def field_guide(schema: Schema) -> str:
 SYSTEM = "You read messages carefully and note the facts they contain. Think step by step."
 
 
-def solved_examples(examples: tuple[Example, ...]) -> str:
-    """The schema's solved examples as the prompt shows them, each text with its answer, said to be
-    other texts: their values are theirs, not the record's (the judge refuses any the record lacks)."""
-    shown = [
-        f"Example {n} text:\n{example.text}\nExample {n} answer: {example.shown()}"
-        for n, example in enumerate(examples, 1)
-    ]
+def solved_examples(schema: Schema) -> str:
+    """The schema's solved examples as the prompt shows them ("" when it has none), each text with its
+    answer, said to be other texts: their values are theirs, not the record's (the judge refuses any the
+    record lacks). An answer shows only the fields of the schema read: a long list's header is read
+    under its header fields alone (schemas.roles.header_body), and its examples answer as it would."""
+    examples = schema_examples(schema.body)
+    if not examples:
+        return ""
+    shown = []
+    for n, example in enumerate(examples, 1):
+        answer = {k: v for k, v in example.answer.items() if k in schema.properties}
+        shown.append(
+            f"Example {n} text:\n{example.text}\nExample {n} answer: {json.dumps(answer, ensure_ascii=False)}"
+        )
     head = "Solved examples (other texts: never copy their values; read the fields from the text below):"
     return "\n\n".join([head, *shown])
 
@@ -93,13 +100,9 @@ def reading_messages(schema: Schema, text: str, ask: str) -> list[Message]:
     first and the text after them: that fixed part is the same for every record, so the cache evaluates
     it once per run, not once per record. Without examples the prompt is as it always was (the text
     first): a calibration is keyed by its prompts (tasks/evaluation/key.py), and stays valid."""
-    shown, guide = text[:MAX_SOURCE_CHARS], field_guide(schema)
-    examples = schema_examples(schema.body)
-    if examples:
-        content = (
-            f"Find these fields in the text:\n{guide}\n\n{solved_examples(examples)}\n\n"
-            f"Text:\n{shown}\n\n{ask}"
-        )
+    shown, guide, solved = text[:MAX_SOURCE_CHARS], field_guide(schema), solved_examples(schema)
+    if solved:
+        content = f"Find these fields in the text:\n{guide}\n\n{solved}\n\nText:\n{shown}\n\n{ask}"
     else:
         content = f"Text:\n{shown}\n\nFind these fields in the text:\n{guide}\n\n{ask}"
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": content}]

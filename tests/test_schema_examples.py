@@ -131,3 +131,19 @@ def test_example_text_never_becomes_a_candidate() -> None:
     assert "Sam" in who and "Hermes" in project
     offered = json.dumps(grammar)
     assert "Maria" not in offered and "Apollo" not in offered
+
+
+def test_a_long_lists_header_reading_shows_the_examples_header_fields_only() -> None:
+    """The header of a long receipt is read under its header fields alone; an example's items there
+    would ask for a field that reading has not."""
+    from formwork.tasks.long.itemwise import header_schema
+
+    answer = {"merchant": "Kiosk 9", "date": None, "total": 3.5, "currency": "EUR",
+              "items": [{"description": "Tea", "quantity": 1, "amount": 3.5}]}  # fmt: skip
+    example = {"text": "Kiosk 9\nTea 1 x 3.50\nTotal EUR 3.50", "answer": answer}
+    whole = schema_from_body({**load_schema("receipt").body, "x-examples": [example]}, "receipt.json")
+    assert '"items": [{"description": "Tea"' in reasoning_messages(whole, RECORD)[1]["content"]
+    header = reasoning_messages(header_schema(whole), RECORD)[1]["content"]
+    assert (
+        'Example 1 answer: {"merchant": "Kiosk 9", "date": null, "total": 3.5, "currency": "EUR"}' in header
+    )
