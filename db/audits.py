@@ -8,6 +8,11 @@ calibrated. Several files may be read together (a second audit of the same run, 
 of the same key): a record audited twice counts once, and twice with different answers is refused.
 A field marked "wrong" with the run's own value as the right one is counted neither way, and said
 (tasks.evaluation.audit.unsettled).
+
+Every `audit calibrate` of one population (a calibration key, in this database) is a look at its audited
+records, and looks share one error budget: `next_look` says which look a calibrate is and the level it
+may spend, `take_look` stores it (table `audit_looks`), so a restart or another process spends on from
+the same budget.
 """
 
 from __future__ import annotations
@@ -22,9 +27,9 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from formwork.db.models import Record, Run, RunResult
+from formwork.db.models import AuditLook, Record, Run, RunResult
 from formwork.schemas.registry import Schema, SchemaProblem, schema_from_body
-from formwork.tasks.evaluation.audit import Audited, unsettled
+from formwork.tasks.evaluation.audit import BUDGET, Audited, look_level, unsettled
 from formwork.tasks.evaluation.gold import GoldProblem, load_gold
 from formwork.tasks.evaluation.key import CalibrationKey
 
@@ -159,3 +164,53 @@ def read_audits(session: Session, paths: Sequence[Path]) -> AuditSet:
                 raise AuditProblem(f"{path}: record {gold.id!r} of run {run.id} was audited before with "
                                    "other answers; keep one of the two")  # fmt: skip
     return AuditSet(runs, schema, list(rows.values()), seeds, warnings)
+
+
+@dataclass(frozen=True)
+class Look:
+    """Which look at one population's audit a calibrate is, and the error level it spends of `budget`.
+    `taken`: stored already (the same records and target looked at before: no more level spent)."""
+
+    number: int
+    spent: float
+    budget: float
+    key_hash: str
+    gold_hash: str
+    target: float
+    taken: bool
+
+    def sentence(self) -> str:
+        """The look as every summary says it."""
+        again = ", taken before on these same answers: nothing more spent" if self.taken else ""
+        return (f"look {self.number} of this audit: level {self.spent:.4g} of {self.budget:.4g} (the chance "
+                f"of a false certification this look may take, of the {self.budget:.4g} all looks at "
+                f"these runs' audits share{again})")  # fmt: skip
+
+
+def key_hash(key: CalibrationKey) -> str:
+    """The digest of a calibration key: the population whose looks share one budget."""
+    return hashlib.sha256(json.dumps(key.as_dict(), sort_keys=True).encode()).hexdigest()
+
+
+def next_look(session: Session, key: CalibrationKey, gold_hash: str, target: float,
+              budget: float = BUDGET) -> Look:  # fmt: skip
+    """The look a calibrate of these answers (`gold_hash`) at `target` is: the last stored look again where
+    it tested the very same answers at the same target (a refused calibrate stored with --replace gets the
+    same result, and looks once), else the next number, at its level (tasks.evaluation.audit.look_level)."""
+    digest = key_hash(key)
+    last = session.scalars(
+        select(AuditLook).where(AuditLook.key_hash == digest).order_by(AuditLook.look.desc()).limit(1)
+    ).first()
+    if last is not None and last.gold_hash == gold_hash and last.target == target:
+        return Look(last.look, last.spent, last.budget, digest, gold_hash, target, taken=True)
+    number = last.look + 1 if last is not None else 1
+    return Look(number, look_level(number, budget), budget, digest, gold_hash, target, taken=False)
+
+
+def take_look(session: Session, look: Look, run_id: int) -> None:
+    """Store the look (in the caller's transaction), so later looks spend from what is left. Two calibrates
+    taking the same look at once: the unique (key_hash, look) refuses the second at its commit."""
+    if not look.taken:
+        session.add(AuditLook(key_hash=look.key_hash, look=look.number, spent=look.spent, budget=look.budget,
+                              target=look.target, gold_hash=look.gold_hash, run_id=run_id))  # fmt: skip
+        session.flush()

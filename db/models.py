@@ -7,8 +7,9 @@
   heartbeat that the running flow refreshes (a run whose heartbeat stops is marked crashed);
 - `model_calls`: one row per model call (pass, attempt, model, prompt hash, tokens, finish reason,
   duration, output), so a result can always be explained;
-- `results`: one row per (record, schema name, schema version), the current answer, with the text and
-  schema hashes it was made from: idempotent, so a resumed or repeated run updates the same row;
+- `results`: one row per (record, schema name, schema version, reader setup), the current answer of
+  that reader (model and mode), with the text and schema hashes it was made from: idempotent, so a
+  resumed or repeated run updates the same row, and a run with another model or mode adds its own;
 - `run_results`: what each run produced, never updated, so `results --run N` stays true afterwards;
 - `record_claims`: records in flight, so overlapping runs split the work instead of repeating it;
 - `retry_queue`: failed records waiting for another try, with backoff, a dead-letter flag and the
@@ -90,6 +91,9 @@ class Run(Base):
     finished_at: Mapped[datetime | None]
     # a reprocessing run's retry-queue worker (its claims' holder): marked crashed, it gives them back
     worker: Mapped[str | None] = mapped_column(String(100))
+    # the reader, NAME@MODE (flows.runner.reader_setup): a record is read again under another (0017);
+    # None for a run from before it
+    setup: Mapped[str | None] = mapped_column(String(300))
 
 
 class ModelCall(Base):
@@ -132,13 +136,15 @@ class Answer:
 
 class Result(Answer, Base):
     __tablename__ = "results"
-    __table_args__ = (UniqueConstraint("record_id", "schema_name", "schema_version"),)
+    __table_args__ = (UniqueConstraint("record_id", "schema_name", "schema_version", "setup"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     record_id: Mapped[int] = mapped_column(ForeignKey("records.id"))
     schema_name: Mapped[str] = mapped_column(String(100))
     schema_version: Mapped[int] = mapped_column(Integer)
     run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"), index=True)
+    # the reader that made it, NAME@MODE as its run's `setup` ("" where a run from before 0017 stored none)
+    setup: Mapped[str] = mapped_column(String(300), default="", server_default="")
     text_hash: Mapped[str] = mapped_column(String(64), default="")
     schema_hash: Mapped[str] = mapped_column(String(64), default="", index=True)
     status: Mapped[str] = mapped_column(String(10), index=True)  # ok, partial, failed
@@ -308,3 +314,23 @@ class Decision(Base):
     model_state: Mapped[str] = mapped_column(String(12))  # unsure, refused, none (flows.delivered)
     who: Mapped[str] = mapped_column(String(100))
     decided_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class AuditLook(Base):
+    """One look of `formwork audit calibrate` at the audited records of one population (a calibration
+    key, `key_hash` its digest, in this database): the look's number and the error level it spent of the
+    budget all looks share (tasks.evaluation.audit.look_level), the audited records' hash and the target
+    tested. Stored, so looks after a restart spend on from the same budget (db.audits.next_look)."""
+
+    __tablename__ = "audit_looks"
+    __table_args__ = (UniqueConstraint("key_hash", "look"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    key_hash: Mapped[str] = mapped_column(String(64))
+    look: Mapped[int] = mapped_column(Integer)
+    spent: Mapped[float] = mapped_column(Float)  # this look's error level
+    budget: Mapped[float] = mapped_column(Float)  # what all looks of the key share
+    target: Mapped[float] = mapped_column(Float)
+    gold_hash: Mapped[str] = mapped_column(String(64))  # the audited records and answers it tested
+    run_id: Mapped[int] = mapped_column(ForeignKey("runs.id"))  # the first audited run of the look
+    looked_at: Mapped[datetime] = mapped_column(default=utcnow)

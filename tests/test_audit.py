@@ -119,7 +119,8 @@ def test_audit_calibrate_on_two_audits_certifies_and_runs_like_them_say_so(
         before = statement(policy_for(session, KEY).applied)
     preview = runner.invoke(app, ["audit", "calibrate", *files, "--dry-run", "--db", any_db_url])
     assert preview.exit_code == 0, preview.output
-    assert f"nothing stored; runs like this one still apply {before}" in _words(preview.output)
+    assert (f"nothing stored and no level spent (look 1 is still to take); runs like this one still apply "
+            f"{before}") in _words(preview.output)  # fmt: skip
 
     done = runner.invoke(app, ["audit", "calibrate", *files, "--replace", "--db", any_db_url])
     assert done.exit_code == 0, done.output
@@ -137,8 +138,9 @@ def test_audit_calibrate_on_two_audits_certifies_and_runs_like_them_say_so(
     assert statement(applied) == (
         f"calibration {row.id}: calibrated on 120 of your own records on {today}: {len(certified)} of 6 "
         "fields certified "
-        "(target 95% per field, all fields together at 90% confidence), for records like those"
-    )
+        "(target 95% per field, all fields together at 95% confidence), for records like those"
+    )  # the first look of the audit spends half the error budget of 0.1 (tasks.evaluation.audit.look_level)
+    assert "look 1 of this audit: level 0.05 of 0.1" in said
     assert f"Before: {before}. From now on: {statement(applied)}" in said
 
 

@@ -38,7 +38,7 @@ EXPECTED_COLUMNS = {
         "schema_version": "int", "schema_hash": "str(64)", "schema_body": "json?", "engine": "str(40)",
         "reasoning_model": "str(200)", "formatting_model": "str(200)", "state": "str(20)",
         "confidence": "json?", "started_at": "timestamptz", "heartbeat_at": "timestamptz?",
-        "finished_at": "timestamptz?", "worker": "str(100)?",
+        "finished_at": "timestamptz?", "worker": "str(100)?", "setup": "str(300)?",
     },
     "model_calls": {
         "id": "int", "run_id": "int", "record_id": "int", "pass_name": "str(20)", "attempt": "int",
@@ -51,7 +51,7 @@ EXPECTED_COLUMNS = {
         "text_hash": "str(64)", "schema_hash": "str(64)", "status": "str(10)", "data": "json?",
         "errors": "json", "nulled": "json", "reasoning_finish": "str(20)?", "formatting_finish": "str(20)?",
         "retryable": "bool", "attempts": "int", "updated_at": "timestamptz", "evidence": "json?",
-        "trust": "json?",
+        "trust": "json?", "setup": "str(300)",
     },
     "run_results": {
         "id": "int", "run_id": "int", "record_id": "int", "status": "str(10)", "data": "json?",
@@ -94,15 +94,20 @@ EXPECTED_COLUMNS = {
         "field": "str(200)", "action": "str(10)", "value": "json?", "model_value": "json?",
         "model_state": "str(12)", "who": "str(100)", "decided_at": "timestamptz",
     },
+    "audit_looks": {
+        "id": "int", "key_hash": "str(64)", "look": "int", "spent": "float", "budget": "float",
+        "target": "float", "gold_hash": "str(64)", "run_id": "int", "looked_at": "timestamptz",
+    },
     "alembic_version": {"version_num": "str(32)"},
 }  # fmt: skip
 # The upserts depend on these unique keys, the queue and the reports on these indexes.
 EXPECTED_UNIQUE = {
     "records": {("source", "key", "text_hash")},
-    "results": {("record_id", "schema_name", "schema_version")},
+    "results": {("record_id", "schema_name", "schema_version", "setup")},  # one row per reader (0017)
     "record_claims": {("record_id", "schema_name", "schema_version")},
     "retry_queue": {("record_id", "schema_name", "schema_version")},
     "watermarks": {("source", "selection", "schema_name", "schema_version")},
+    "audit_looks": {("key_hash", "look")},  # two calibrates at once cannot both take one look
 }
 EXPECTED_INDEXES = {
     "model_calls": {("record_id",), ("run_id",)},
@@ -124,6 +129,7 @@ EXPECTED_FOREIGN_KEYS = {
     "watermarks": {("run_id", "runs")},
     "calibrations": {("run_id", "runs")},
     "decisions": {("record_id", "records"), ("run_id", "runs")},
+    "audit_looks": {("run_id", "runs")},
 }
 
 

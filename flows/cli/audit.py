@@ -135,10 +135,12 @@ def check(files: Files, db: DbOption = None) -> None:
     out.print(_closing(report, applied[0]), markup=False, highlight=False)
 
 
-def _short_of(audited: int, least: int, target: float, level: float, fields: int) -> str:
-    """Why a field was not certified, and what more audits can do about it."""
-    rule = (f"To certify a field at {target:.0%} with all {fields} fields together at {level:.0%} "
-            f"confidence, {least} of its values must be kept at one threshold, nearly all right")  # fmt: skip
+def _short_of(audited: int, least: int, target: float, level: float, fields: int, coming: int) -> str:
+    """Why a field was not certified, and what more audits can do about it at the next look, `coming`
+    (which spends less level than this one: it needs more values)."""
+    rule = (f"To certify a field at {target:.0%} at look {coming}, with all {fields} fields together at "
+            f"{level * 100:.4g}% confidence, {least} of its values must be kept at one threshold, nearly all "
+            "right")  # fmt: skip
     if audited < least:
         return (f"{rule}: audit at least {least - audited} more records (a larger --sample, or a later run "
                 "made the same way) and pass every file.")  # fmt: skip
@@ -183,11 +185,18 @@ def calibrate(
 
     Refused (exit 2, nothing stored) where it would certify fewer values of some field than what runs like
     the audited one apply now, or drop values they keep unchecked where no calibration applies: each
-    field's change is shown, and --replace stores it anyway."""
-    from formwork.db.audits import AuditProblem, read_audits, run_key
+    field's change is shown, and --replace stores it anyway.
+
+    Each calibrate of the same population's audit (its runs' key, in this database) is a look, and the
+    looks share one error budget: look k tests at level budget * 2^-k (tasks.evaluation.audit.look_level),
+    stored or refused alike, so auditing more and calibrating again cannot certify more often than the
+    level. --dry-run previews the next look at its level and spends nothing; calibrating the same answers
+    again (a refused look, then --replace) is the same look."""
+    from sqlalchemy.exc import IntegrityError
+
+    from formwork.db.audits import AuditProblem, next_look, read_audits, run_key, take_look
     from formwork.db.calibrations import AUDIT, applying, changes, policy_for, statement, store_calibration
-    from formwork.tasks.confidence.certify import LEVEL
-    from formwork.tasks.evaluation.audit import needed
+    from formwork.tasks.evaluation.audit import look_level, needed
     from formwork.tasks.evaluation.calibration import calibrate as fit_and_certify
     from formwork.tasks.evaluation.calibration import field_targets
 
@@ -198,19 +207,28 @@ def calibrate(
         except AuditProblem as exc:
             fail(str(exc))
         _warn(found)
+        gold_hash = _gold_hash(found.rows)
+        look = next_look(session, key, gold_hash, target)
+        level = 1.0 - look.spent  # the confidence this look certifies at, split over the fields in certify
         targets = {name: t if t != TARGET else target for name, t in field_targets(found.schema).items()}
-        calibrated = fit_and_certify(found.schema, [row.gold_row for row in found.rows], targets, LEVEL)
+        calibrated = fit_and_certify(found.schema, [row.gold_row for row in found.rows], targets, level)
         before = statement(policy_for(session, key).applied)
         current = applying(session, key)
         changed = changes(current[0] if current else None, calibrated.claims)
         against = f"calibration {current[1]}" if current else "no calibration (values kept unchecked)"
         fewer = [change.field for change in changed if change.fewer]
         refused = bool(fewer) and not replace
-        if not dry_run and not refused:
-            row = store_calibration(session, key, calibrated, target, gold_hash=_gold_hash(found.rows),
-                                    gold_size=len(found.rows), run_id=found.runs[0].id,
-                                    source=AUDIT)  # fmt: skip
-            session.commit()
+        if not dry_run:
+            take_look(session, look, found.runs[0].id)  # a refused look looked too: it spends
+            if not refused:
+                row = store_calibration(session, key, calibrated, target, gold_hash=gold_hash,
+                                        gold_size=len(found.rows), run_id=found.runs[0].id,
+                                        source=AUDIT)  # fmt: skip
+            try:
+                session.commit()
+            except IntegrityError:
+                fail(f"another `audit calibrate` of these runs took look {look.number} at the same moment; "
+                     "nothing stored: run it again (it will be the next look)")  # fmt: skip
             after = statement(policy_for(session, key).applied)
     claims = calibrated.claims
     certified = sum(c.certified for c in claims.values())
@@ -225,13 +243,17 @@ def calibrate(
         bound = f"{claim.bound:.3f}" + ("" if claim.certified else " (best)")
         table.add_row(claim.field, str(claim.values), threshold, kept, bound, f"{claim.target:.0%}")
     out.print(table)
+    out.print(look.sentence(), highlight=False, soft_wrap=True)
     if certified < len(claims):
-        least = needed(found.schema, target, LEVEL)
-        out.print(_short_of(len(found.rows), least, target, LEVEL, len(claims)), highlight=False)
+        coming = look.number if dry_run else look.number + 1  # the look a calibrate on more records takes
+        later = 1.0 - look_level(coming, look.budget)
+        least = needed(found.schema, target, later)
+        out.print(_short_of(len(found.rows), least, target, later, len(claims), coming), highlight=False)
     for line in _changes(changed, against):
         out.print(line, markup=False, highlight=False, soft_wrap=True)
     if dry_run:
-        out.print(f"--dry-run: nothing stored; runs like this one still apply {before}", highlight=False)
+        out.print(f"--dry-run: nothing stored and no level spent (look {look.number} is still to take); runs "
+                  f"like this one still apply {before}", highlight=False)  # fmt: skip
         return
     if refused:
         fail(f"not stored: against {against}, it would certify fewer values of {', '.join(fewer)} (the "
