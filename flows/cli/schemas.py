@@ -147,16 +147,16 @@ def schemas(
                 _print_verdict(verdict)
         raise typer.Exit(0 if all(v["accepted"] for v in verdicts) else 1)
     table = Table(title="built-in schemas")
-    for column in ("name", "version", "fields", "critical", "judgement fields with no guide"):
+    for column in ("name", "version", "fields", "critical"):
         table.add_column(column)
+    bare: dict[str, list[str]] = {}
     for name in builtin_names():
         schema = load_schema(name)
-        bare = ", ".join(line.split(":", 1)[0] for line in unguided(schema.checked_body)) or "none"
         table.add_row(
-            name,
-            str(schema.version),
-            ", ".join(schema.properties),
-            ", ".join(sorted(schema.critical_fields)),
-            bare,
+            name, str(schema.version), ", ".join(schema.properties), ", ".join(sorted(schema.critical_fields))
         )
+        bare[name] = [line.split(":", 1)[0] for line in unguided(schema.checked_body)]
     out.print(table)
+    for name, fields in bare.items():
+        if fields:
+            out.print(f"{name}: judgement fields with no description (no guide): {', '.join(fields)}")
