@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from formwork.db.models import AuditLook, Record, Run, RunResult
@@ -205,6 +205,12 @@ def next_look(session: Session, key: CalibrationKey, gold_hash: str, target: flo
         return Look(last.look, last.spent, last.budget, digest, gold_hash, target, taken=True)
     number = last.look + 1 if last is not None else 1
     return Look(number, look_level(number, budget), budget, digest, gold_hash, target, taken=False)
+
+
+def looks_taken(session: Session, key: CalibrationKey) -> int:
+    """How many looks `key`'s audit has taken: the next calibrate of new answers is look this + 1."""
+    query = select(func.max(AuditLook.look)).where(AuditLook.key_hash == key_hash(key))
+    return session.scalar(query) or 0
 
 
 def take_look(session: Session, look: Look, run_id: int) -> None:

@@ -28,13 +28,21 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from formwork.db.audits import AuditProblem, StoredRow, database_identity, run_rows, run_schema
+from formwork.db.audits import (
+    AuditProblem,
+    StoredRow,
+    database_identity,
+    looks_taken,
+    run_key,
+    run_rows,
+    run_schema,
+)
 from formwork.db.calibrations import statement
 from formwork.db.models import Run, RunResult
 from formwork.flows.review import colours, field_name, highlighted
 from formwork.schemas.registry import Schema
-from formwork.tasks.confidence.certify import LEVEL, TARGET
-from formwork.tasks.evaluation.audit import needed, read_value, sample
+from formwork.tasks.confidence.certify import TARGET
+from formwork.tasks.evaluation.audit import BUDGET, look_level, needed, read_value, sample
 
 HERE = Path(__file__).parent
 
@@ -83,18 +91,22 @@ def _embedded(value: Any) -> str:
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
-def _note(run_id: int, schema: Schema, audited: int, applied: dict[str, Any] | None) -> str:
-    """What this many audited records can and cannot establish, and the commands that follow."""
-    target, level = (applied or {}).get("target", TARGET), (applied or {}).get("level", LEVEL)
-    least = needed(schema, target, level)
+def _note(run_id: int, schema: Schema, audited: int, applied: dict[str, Any] | None, look: int) -> str:
+    """What this many audited records can and cannot establish, and the commands that follow. `look`: the
+    look the next `audit calibrate` of runs like this one takes (each spends less level: db.audits)."""
+    target = (applied or {}).get("target", TARGET)
+    spent = look_level(look)
+    least = needed(schema, target, 1.0 - spent)
     fields = f"the {len(schema.properties)} fields of {html.escape(schema.label)}"
     return (
         f'<p class="note">{audited} audited records check a guarantee (confirmed, broken, or not '
-        f"contradicted) but can rarely certify one: with {fields} together at {level:.0%} confidence, "
-        f"a field needs {least} of its values kept and right to be certified at {target:.0%}. Export, then "
-        f"<code>formwork audit check audit-run-{run_id}.jsonl</code>; to calibrate on your own records, "
-        f"audit at least {least} records (pass several files of runs like this one together) and run "
-        "<code>formwork audit calibrate FILE...</code>.</p>"
+        f"contradicted) but can rarely certify one. Each <code>formwork audit calibrate</code> of runs like "
+        f"this one is a look that spends level from one budget of {BUDGET:g}; the next is look {look}, at "
+        f"level {spent:.4g}: with {fields} together, a field needs {least} of its values kept and right to "
+        f"be certified at {target:.0%}. Export, then <code>formwork audit check audit-run-{run_id}.jsonl"
+        f"</code>; to calibrate on your own records, audit at least {least} records (pass several files of "
+        "runs like this one together) and run <code>formwork audit calibrate FILE...</code> once they are "
+        "marked: each calibrate on more records later spends again, at half the level.</p>"
     )
 
 
@@ -105,9 +117,10 @@ def _page_key(database: str, data: dict[str, Any]) -> str:
 
 
 def render_audit(run_id: int, schema: Schema, rows: list[StoredRow], seed: int, of: int,
-                 applied: dict[str, Any] | None, database: str) -> str:  # fmt: skip
+                 applied: dict[str, Any] | None, database: str, look: int = 1) -> str:  # fmt: skip
     """The whole page: `rows` are the sample (of `of` records), `applied` what the run stored of its
-    calibration (`runs.confidence`), `database` the database's identity (db.audits.database_identity)."""
+    calibration (`runs.confidence`), `database` the database's identity (db.audits.database_identity),
+    `look` the look the next `audit calibrate` of runs like this one takes."""
     names = list(schema.properties)
     colour_of, palette = colours(names)
     colour_of |= {field_name(e["path"]): colour_of.get(e["path"].split(".")[0].split("[")[0], 0)
@@ -123,7 +136,7 @@ def render_audit(run_id: int, schema: Schema, rows: list[StoredRow], seed: int, 
     data["page"] = _page_key(database, data)
     title = f"Audit of run {run_id}"
     said = statement(applied) if applied else "no calibration (it ran with `calibration = false`)"
-    note = _note(run_id, schema, len(rows), applied)
+    note = _note(run_id, schema, len(rows), applied, look)
     footer = f"<footer><p>The run's calibration: {html.escape(said)}.</p>{note}</footer>"
     strip = "".join(f'<button class="box" tabindex="-1">{i + 1}</button>' for i in range(len(rows)))
     bar = (
@@ -154,4 +167,9 @@ def audit_page(session: Session, run_id: int, size: int, seed: int) -> tuple[str
         raise AuditProblem(f"run {run_id} stored no result yet: nothing to audit")
     rows = run_rows(session, run_id, sample(ids, size, seed))
     database = database_identity(session, run)
-    return render_audit(run_id, run_schema(run), rows, seed, len(ids), run.confidence, database), len(rows)
+    try:
+        look = looks_taken(session, run_key(run)) + 1
+    except AuditProblem:  # a run that recorded no key: `audit calibrate` refuses it, its note says look 1
+        look = 1
+    page = render_audit(run_id, run_schema(run), rows, seed, len(ids), run.confidence, database, look)
+    return page, len(rows)

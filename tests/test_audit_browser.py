@@ -136,7 +136,8 @@ def test_a_person_audits_50_records_by_keyboard_and_the_export_checks_and_calibr
     calibrated = runner.invoke(app, ["audit", "calibrate", str(export), "--replace", "--db", db_url])
     assert calibrated.exit_code == 0, calibrated.output
     said = " ".join(calibrated.output.split())
-    assert "0 of 6 fields certified" in said and "80 of its values must be kept at one threshold" in said
+    assert "0 of 6 fields certified" in said and "look 1 of this audit: level 0.05 of 0.1" in said
+    assert "at look 2, with all 6 fields together at 97.5% confidence, 107 of its values must be kept" in said
     with reader_factory(db_url)() as session:
         said = statement(policy_for(session, KEY).applied)
     assert f"calibrated on 50 of your own records on {time.strftime('%Y-%m-%d', time.gmtime())}" in said

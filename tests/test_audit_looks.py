@@ -127,3 +127,46 @@ def test_repeated_looks_certify_a_field_just_below_target_no_more_often_than_its
     whole = _false_certifications([LEVEL] * looks)
     assert spent <= share, spent
     assert whole > share, whole  # the old rule: the same simulation finds it out
+
+
+def test_the_page_says_which_look_the_next_calibrate_takes_and_what_it_needs(
+    db_url: str, tmp_path: Path
+) -> None:
+    """The page's note counts the values a field needs at the next look's level, not at the whole level."""
+    stored = store_run(db_url, 30)
+    page = tmp_path / "audit.html"
+    written = runner.invoke(app, ["audit", "--run", str(stored.run_id), "--out", str(page), "--db", db_url])
+    assert written.exit_code == 0, written.output
+    assert "the next is look 1, at level 0.05: with the 6 fields of" in _words(page.read_text())
+    assert "a field needs 94 of its values kept and right" in _words(page.read_text())  # 80 at level 0.1
+
+    audited = _write(tmp_path / "a.jsonl", export(db_url, stored, seed=1))
+    assert runner.invoke(app, ["audit", "calibrate", audited, "--replace", "--db", db_url]).exit_code == 0
+    runner.invoke(app, ["audit", "--run", str(stored.run_id), "--out", str(page), "--db", db_url])
+    assert "the next is look 2, at level 0.025" in _words(page.read_text())
+    assert "a field needs 107 of its values kept and right" in _words(page.read_text())
+
+
+def test_audit_model_audits_the_latest_run_of_that_reader(db_url: str, tmp_path: Path) -> None:
+    """`formwork audit --model NAME[@MODE]`: the latest run that reader made, parsed as run, retry and eval
+    parse --model; a reader with no run, a malformed one, or --run beside it is one line."""
+    from formwork.db.models import Run
+
+    first, second = store_run(db_url, 5), store_run(db_url, 5, first=5)
+    with session_factory(db_url)() as session:
+        session.get(Run, first.run_id).setup = "small@one-pass"
+        session.get(Run, second.run_id).setup = "large@two-readings"
+        session.commit()
+    page = tmp_path / "audit.html"
+    audit = ["audit", "--out", str(page), "--db", db_url, "--model"]
+
+    for spec, run_id in (("small", first.run_id), ("small@one-pass", first.run_id), ("large", second.run_id)):
+        written = runner.invoke(app, [*audit, spec])
+        assert written.exit_code == 0, written.output
+        assert f"<title>Audit of run {run_id}</title>" in page.read_text()
+    none = runner.invoke(app, [*audit, "small@two-readings"])
+    assert none.exit_code == 2 and "no run in this database read with 'small@two-readings'" in none.output
+    malformed = runner.invoke(app, [*audit, "small@sideways"])
+    assert malformed.exit_code == 2 and "'sideways' is not a mode" in _words(malformed.output)
+    both = runner.invoke(app, [*audit, "small", "--run", str(first.run_id)])
+    assert both.exit_code == 2 and "give --run or --model, not both" in _words(both.output)

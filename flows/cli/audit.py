@@ -1,6 +1,6 @@
-"""`formwork audit --run N --sample 50 [--seed S] --out audit.html`, `formwork audit check FILE...` and
-`formwork audit calibrate FILE...`: a person audits a sample of a run's own records in the browser,
-and the guarantee is checked, then measured again, on them. No model is called."""
+"""`formwork audit [--run N | --model NAME[@MODE]] --sample 50 [--seed S] --out audit.html`, `formwork
+audit check FILE...` and `formwork audit calibrate FILE...`: a person audits a sample of a run's own
+records in the browser, and the guarantee is checked, then measured again, on them. No model is called."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from formwork.flows.cli.common import DbOption, chosen_run, err, fail, opened, out
+from formwork.flows.cli.preflight import chosen_reader
 from formwork.tasks.confidence.certify import TARGET
 
 if TYPE_CHECKING:
@@ -40,6 +41,14 @@ def page(
         int | None, typer.Option("--seed", help="the sample's seed (default: a fresh one)")
     ] = None,
     out_file: Annotated[Path | None, typer.Option("--out", help="the HTML page to write")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="NAME[@MODE]: audit the latest run of this reader that stored rows (as `formwork run "
+            "--model` names it; NAME alone: of any mode); not with --run",
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Write the audit page: a uniform random sample of a run's records to mark right or wrong."""
@@ -47,12 +56,14 @@ def page(
         return
     from formwork.db.audits import AuditProblem
     from formwork.flows.audit import audit_page
+    from formwork.flows.cli.results import _run_of  # the latest run of a reader, as results finds it
 
     if out_file is None:
         fail("--out FILE.html: where to write the page")
+    chosen_reader(model)  # a malformed NAME@MODE: the one line run, retry and eval give
     seed = seed if seed is not None else secrets.randbelow(1_000_000)
     with opened(db) as session:
-        run_id = chosen_run(session, run)
+        run_id = chosen_run(session, run) if model is None else _run_of(session, model, run)
         try:
             html, drawn = audit_page(session, run_id, sample, seed)
         except AuditProblem as exc:
