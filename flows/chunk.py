@@ -41,7 +41,7 @@ from formwork.db.journal import Journal
 from formwork.db.keeping import DatabaseUnavailable, OutageWindow, save_chunk
 from formwork.db.models import Record
 from formwork.db.queries import earlier_rows
-from formwork.db.queue import unclaim
+from formwork.db.queue_claims import unclaim
 from formwork.db.store import QueuePolicy
 from formwork.db.writer import EarlyCalls, RecordWriter
 from formwork.flows.progress import record_done

@@ -17,7 +17,9 @@ from sqlalchemy.orm import Session
 from typer.testing import CliRunner
 
 from formwork.db.models import RecordClaim, RetryEntry, Run, RunResult
-from formwork.db.queue import claim_due, list_entries, record_failure
+from formwork.db.queue import list_entries
+from formwork.db.queue_claims import claim_due
+from formwork.db.queue_failures import record_failure
 from formwork.db.session import session_factory
 from formwork.db.store import start_run, store_records
 from formwork.flows.cli import app

@@ -19,17 +19,9 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.orm import Session
 
 from formwork.db.models import RetryEntry
-from formwork.db.queue import (
-    Claim,
-    backoff_seconds,
-    claim_due,
-    list_entries,
-    queue_counts,
-    record_failure,
-    record_success,
-    release_stale,
-    requeue,
-)
+from formwork.db.queue import list_entries, queue_counts, requeue
+from formwork.db.queue_claims import Claim, claim_due, release_stale
+from formwork.db.queue_failures import backoff_seconds, record_failure, record_success
 from formwork.db.session import session_factory
 from formwork.db.store import store_records
 from formwork.schemas.registry import load_schema
@@ -221,7 +213,7 @@ def test_list_entries_filters_orders_and_limits(session: Session, ids: list[int]
 WORKER = """
 import sys, time
 from pathlib import Path
-from formwork.db.queue import claim_due
+from formwork.db.queue_claims import claim_due
 from formwork.db.session import session_factory
 
 url, name, folder = sys.argv[1], sys.argv[2], Path(sys.argv[3])
