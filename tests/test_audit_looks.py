@@ -85,6 +85,8 @@ def test_each_calibrate_of_one_audit_spends_from_one_stored_budget(db_url: str, 
         assert row.level == pytest.approx(1 - level)  # certified at the look's level, not the budget's
     looks = _looks(db_url)
     assert looks == [(1, 0.05), (2, 0.025), (3, 0.0125)] and sum(s for _, s in looks) <= BUDGET
+    checked = runner.invoke(app, ["audit", "check", *files, "--db", db_url])  # a broken field: calibrate more
+    assert "`formwork audit calibrate FILE...` on 134 or more audited records" in _words(checked.output)
 
     other = store_run(db_url, 20, key=replace(KEY, mode="one-pass"), first=200)  # another population
     elsewhere = _write(tmp_path / "other.jsonl", export(db_url, other, seed=1))

@@ -102,7 +102,7 @@ def _closing(report: AuditReport, applied: dict[str, Any]) -> str:
     if not applied.get("calibration"):
         return ("verdict: nothing to check: the run applied no calibration, so it certified no value and "
                 "stated no bound; 'read right' counts how often the values it read were right. `formwork "
-                f"audit calibrate FILE...` on {report.needed} or more audited records measures a "
+                f"audit calibrate FILE...` on {report.to_calibrate} or more audited records measures a "
                 "calibration on them.")  # fmt: skip
     return (f"verdict: {report.verdict.replace('rows ', '')} (over the fields; ok rows are measured beside). "
             f"A field's claim can be confirmed from {report.needed} certified values all right; below that "
@@ -119,7 +119,7 @@ def _warn(found: AuditSet) -> None:
 @audit.command()
 def check(files: Files, db: DbOption = None) -> None:
     """Per field: were the values the run certified right as often as its calibration states?"""
-    from formwork.db.audits import AuditProblem, read_audits
+    from formwork.db.audits import AuditProblem, looks_taken, read_audits, run_key
     from formwork.db.calibrations import statement
     from formwork.tasks.evaluation.audit import check_audit
 
@@ -129,10 +129,14 @@ def check(files: Files, db: DbOption = None) -> None:
         except AuditProblem as exc:
             fail(str(exc))
         applied = [run.confidence or {} for run in found.runs]
+        try:
+            look = looks_taken(session, run_key(found.runs[0])) + 1  # what a calibrate would need
+        except AuditProblem:  # no key: calibrate refuses these runs; its look would be the first
+            look = 1
     _warn(found)
     if any(a.get("calibration") != applied[0].get("calibration") for a in applied):
         fail("these runs applied different calibrations: check one run's audit at a time")
-    report = check_audit(found.schema, found.rows, applied[0])
+    report = check_audit(found.schema, found.rows, applied[0], look)
     runs = ", ".join(str(run.id) for run in found.runs)
     said = statement(applied[0]) if applied[0] else "no calibration"
     seeds = ", ".join(str(s) for s in found.seeds)

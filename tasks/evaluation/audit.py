@@ -167,7 +167,8 @@ class AuditReport:
     verdict: str
     read: dict[str, tuple[int, int]]  # per field: (values read right, values), certified or not
     none: NoneCounts = field(default_factory=NoneCounts)
-    needed: int = 0
+    needed: int = 0  # certified values all right that confirm a field's claim at the run's level
+    to_calibrate: int = 0  # values all right a field needs at the next calibrate's look (`look_level`)
 
     def broken(self, applied: dict[str, Any]) -> list[str]:
         """One sentence per broken field: what the audit found, and what to do."""
@@ -176,8 +177,8 @@ class AuditReport:
         return [
             f"{c.name} is broken: {c.correct} of {c.kept} values kept as certified are right (at most "
             f"{c.upper:.1%}), below the {targets.get(c.name, TARGET):.0%} {which} states. Do not rely on "
-            f"{c.name} for records like these; `formwork audit calibrate FILE...` on {self.needed} or more "
-            "audited records measures a threshold on them."
+            f"{c.name} for records like these; `formwork audit calibrate FILE...` on {self.to_calibrate} or "
+            "more audited records measures a threshold on them."
             for c in self.claims
             if c.verdict == "broken"
         ]
@@ -211,8 +212,11 @@ def _row_right(schema: Schema, row: Audited) -> bool:
     )  # fmt: skip
 
 
-def check_audit(schema: Schema, rows: Sequence[Audited], applied: dict[str, Any]) -> AuditReport:
-    """The audit of `rows`, checked against the claims of the calibration the run `applied`."""
+def check_audit(
+    schema: Schema, rows: Sequence[Audited], applied: dict[str, Any], look: int = 1
+) -> AuditReport:
+    """The audit of `rows`, checked against the claims of the calibration the run `applied`; `look` is the
+    look the next `audit calibrate` of these runs would take (what it needs is said beside the claims)."""
     counts = field_counts(schema, [row.gold_row for row in rows])
     claims = field_claims(counts, applied)
     ok = [row for row in rows if row.status == "ok" and not row.unsettled]  # a row half-answered: unknown
@@ -220,4 +224,6 @@ def check_audit(schema: Schema, rows: Sequence[Audited], applied: dict[str, Any]
     rows_claim = check("ok rows", sum(_row_right(schema, row) for row in ok), len(ok), target, level)
     read, nones = _read_counts(schema, rows)
     verdict = verify(claims, rows_claim)["verdict"]
-    return AuditReport(len(rows), claims, rows_claim, verdict, read, nones, needed(schema, target, level))
+    to_calibrate = needed(schema, target, 1.0 - look_level(look))
+    return AuditReport(len(rows), claims, rows_claim, verdict, read, nones, needed(schema, target, level),
+                       to_calibrate)  # fmt: skip
