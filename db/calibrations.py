@@ -143,6 +143,8 @@ def _calibrated(found: Calibration, label: int | str) -> Applied:
     applied = {"calibration": label, "guarantee": guarantee, "target": found.target, "level": found.level,
                "fields": {name: claim.sentence() for name, claim in claims.items()},
                "targets": {name: claim.target for name, claim in claims.items()},
+               "levels": {name: claim.level for name, claim in claims.items()},  # each its test's share
+               "pools": {name: list(claim.pool) for name, claim in claims.items() if claim.pool},
                "rows": found.bound, "gold_size": found.gold_size}  # fmt: skip
     return Applied(Policy("calibrated", ScoreModel.from_dict(found.score_model or {}), claims), applied)
 

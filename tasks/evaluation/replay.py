@@ -25,7 +25,7 @@ from formwork.schemas.registry import Schema
 from formwork.tasks.confidence.certify import FieldClaim
 from formwork.tasks.confidence.score import ScoreModel
 from formwork.tasks.evaluation.calibration import GoldRow, kept_values
-from formwork.tasks.evaluation.certified import FieldCount
+from formwork.tasks.evaluation.certified import FieldCount, tally
 
 
 def same_readings(read_by: str, this_build: str) -> bool:
@@ -47,9 +47,10 @@ def reading_alone(row: GoldRow, readings: set[str]) -> GoldRow:
 
 def replayed(schema: Schema, rows: Sequence[GoldRow], model: ScoreModel, claims: dict[str, FieldClaim]
              ) -> tuple[dict[str, FieldCount], int, int]:  # fmt: skip
-    """Per field (values, certified, certified right), and the rows that would be `ok` (every value
-    certified) with how many of those are entirely right, under `model` and `claims`."""
-    counts = {name: FieldCount() for name in claims}
+    """Per field (values, certified, certified right; a list field by record, as tasks.evaluation.
+    certified.tally counts), and the rows that would be `ok` (every value certified) with how many of
+    those are entirely right, under `model` and `claims`."""
+    seen: list[tuple[str, str, bool, bool]] = []
     ok = ok_right = 0
     for row in rows:
         kept = kept_values(schema, row, model, claims)
@@ -57,12 +58,9 @@ def replayed(schema: Schema, rows: Sequence[GoldRow], model: ScoreModel, claims:
         for field, score, right in kept:
             threshold = claims[field].threshold if field in claims else None
             certified = score is not None and threshold is not None and score >= threshold
-            count = counts.setdefault(field, FieldCount())
-            count.values += 1
-            count.certified += certified
-            count.right += certified and right
+            seen.append((field, row.record, certified, certified and right))
             every = every and certified
         if kept and every:
             ok += 1
             ok_right += all(right for *_, right in kept)
-    return counts, ok, ok_right
+    return tally(list(claims), seen), ok, ok_right

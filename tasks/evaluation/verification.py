@@ -13,6 +13,11 @@ each claim says only what these records show:
   kept is this too). "Not rejected" is not "held": 82 values at a true 90% are not rejected against a
   95% target most of the time, and are confirmed almost never.
 
+A pooled claim ("of the values kept in these fields, >= target are right") is checked as it was made: one
+claim over the kept values of its fields together, at its own level, labelled pooled; it is never
+judged field by field, since it says nothing of any one field. Where a field repeats in a record (list
+items), the record is the unit, right only if every kept item is, as calibration counts it.
+
 Every verdict is said with its numbers: right of kept and the interval. The rows' precision (the share
 of `ok` rows entirely right) is reported as measured, with the same kind of interval at the full level.
 The run's verdict is the worst of its fields' (broken, then not contradicted, then confirmed), leaving
@@ -33,7 +38,8 @@ ORDER: tuple[Verdict, ...] = ("broken", "not contradicted", "confirmed")
 
 @dataclass(frozen=True)
 class Claim:
-    """One precision checked: how many right of how many, its interval, and the verdict."""
+    """One precision checked: how many right of how many, its interval, and the verdict. `pool`: the
+    fields of a pooled claim, counted together; `unit`: "record" where the counts are records (lists)."""
 
     name: str
     correct: int
@@ -42,13 +48,18 @@ class Claim:
     upper: float
     verdict: Verdict
     values: int = 0  # every value of the field on these records (kept or not): coverage's denominator
+    target: float = TARGET
+    pool: tuple[str, ...] = ()
+    unit: str = "value"
 
     def describe(self) -> str:
         covered = f", {self.kept}/{self.values} kept" if self.values else ""
+        units = " records" if self.unit == "record" else ""
+        together = f" (target {self.target:.0%} together, not per field)" if self.pool else ""
         if not self.kept:
-            return f"{self.name}: none kept{covered}, not put to the test: {self.verdict}"
-        return (f"{self.name}: {self.correct}/{self.kept} right{covered}, interval {self.lower:.3f} to "
-                f"{self.upper:.3f}: {self.verdict}")  # fmt: skip
+            return f"{self.name}: none kept{covered}, not put to the test: {self.verdict}{together}"
+        return (f"{self.name}: {self.correct}/{self.kept}{units} right{covered}, interval {self.lower:.3f} "
+                f"to {self.upper:.3f}: {self.verdict}{together}")  # fmt: skip
 
 
 def verdict_of(lower: float, upper: float, kept: int, target: float) -> Verdict:
@@ -61,10 +72,11 @@ def verdict_of(lower: float, upper: float, kept: int, target: float) -> Verdict:
 
 
 def check(name: str, correct: int, kept: int, target: float = TARGET, level: float = LEVEL,
-          values: int = 0) -> Claim:  # fmt: skip
+          values: int = 0, pool: tuple[str, ...] = (), unit: str = "value") -> Claim:  # fmt: skip
     """The claim `precision >= target` checked on `correct` right of `kept`, bounds at `level`."""
     upper, lower = upper_bound(correct, kept, level), lower_bound(correct, kept, level)
-    return Claim(name, correct, kept, lower, upper, verdict_of(lower, upper, kept, target), values)
+    verdict = verdict_of(lower, upper, kept, target)
+    return Claim(name, correct, kept, lower, upper, verdict, values, target, pool, unit)
 
 
 def verify(fields: Sequence[Claim], rows: Claim) -> dict[str, Any]:
