@@ -70,7 +70,7 @@ def claim_pending(
     won = claim_records(session, run_id, schema, record_ids, stale_after)
     finished: set[int] = set()
     if not redo:
-        finished = set(session.scalars(select(Record.id).where(Record.id.in_(won), _done(schema))))
+        finished = set(session.scalars(select(Record.id).where(Record.id.in_(won), _done(schema, run_id))))
     if finished:
         mine = (RecordClaim.run_id == run_id) & RecordClaim.record_id.in_(finished)
         session.execute(delete(RecordClaim).where(_of(schema), mine))
@@ -96,12 +96,12 @@ def holders(
     records, runs, last = 0, set[int](), None
     for start in range(0, len(record_ids), 1000):
         batch = record_ids[start : start + 1000]
-        left = select(func.count(Record.id)).where(Record.id.in_(batch), ~_done(schema))
+        left = select(func.count(Record.id)).where(Record.id.in_(batch), ~_done(schema, run_id))
         records += session.scalar(left) or 0
         claims = session.execute(
             select(RecordClaim.run_id, func.max(RecordClaim.claimed_at))
             .where(_of(schema), RecordClaim.record_id.in_(batch), RecordClaim.run_id != run_id,
-                   ~_done(schema, RecordClaim.record_id))
+                   ~_done(schema, run_id, RecordClaim.record_id))
             .group_by(RecordClaim.run_id)
         ).all()  # fmt: skip
         for holder, claimed_at in claims:
@@ -111,12 +111,15 @@ def holders(
     return Holders(records, tuple(sorted(runs)), None if last is None else last + stale_after)
 
 
-def _done(schema: Schema, record_id: Any = Record.id) -> Any:
-    """The record (`record_id`, a column) has a result for this schema version."""
+def _done(schema: Schema, run_id: int | None = None, record_id: Any = Record.id) -> Any:
+    """The record (`record_id`, a column) has a result for this schema version: from the reader (model
+    and mode) of run `run_id` where given (another reader reads it again, db.store), else from any."""
+    reader = select(Run.setup).where(Run.id == run_id).scalar_subquery()
     return exists().where(
         Result.record_id == record_id,
         Result.schema_name == schema.name,
         Result.schema_version == schema.version,
+        *([] if run_id is None else [Result.setup == func.coalesce(reader, "")]),
     )
 
 

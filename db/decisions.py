@@ -81,12 +81,17 @@ def run_decisions(session: Session, run_id: int) -> dict[tuple[str, str], dict[s
     return {keys[record_id]: fields for record_id, fields in found.items()}
 
 
-def current_result(session: Session, record_id: int, schema_name: str, version: int) -> Result | None:
-    """The record's current answer for the schema version (what `ok` is decided on)."""
-    return session.scalars(
-        select(Result).where(Result.record_id == record_id, Result.schema_name == schema_name,
-                             Result.schema_version == version)
-    ).first()  # fmt: skip
+def current_result(session: Session, record_id: int, schema_name: str, version: int, run: Run | None = None
+                   ) -> Result | None:  # fmt: skip
+    """The record's current answer for the schema version (what `ok` is decided on). Each reader (model
+    and mode) keeps its own row (db.store): the one run `run` wrote, else the one of its reader, else
+    the latest stored."""
+    query = select(Result).where(Result.record_id == record_id, Result.schema_name == schema_name,
+                                 Result.schema_version == version)  # fmt: skip
+    order = [Result.updated_at.desc(), Result.id.desc()]
+    if run is not None:
+        order = [(Result.run_id == run.id).desc(), (Result.setup == (run.setup or "")).desc(), *order]
+    return session.scalars(query.order_by(*order)).first()
 
 
 def mark_ok(session: Session, result: Result) -> None:

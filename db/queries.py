@@ -1,7 +1,9 @@
 """Reads: a run's summary and the results table, shaped for the CLI and for the next program.
 
 A run's numbers come from `run_results`, what that run produced, so they never change afterwards;
-the results table without a run shows each record's current answer.
+the results table without a run shows each record's current answer, one per reader setup (NAME@MODE).
+A run's row that a person settled afterwards (`formwork settle`) keeps the status the run gave it, and
+says what it is now (`status_now`, `settled_later`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from sqlalchemy.orm import Session
 
 from formwork.db.calibrations import statement
 from formwork.db.claims import Holders
-from formwork.db.models import ModelCall, Record, Result, Run, RunResult
+from formwork.db.models import Decision, ModelCall, Record, Result, Run, RunResult
 from formwork.tasks.calls import UNVOUCHED
 from formwork.tasks.fit import CUT
 from formwork.tasks.long.completeness import INCOMPLETE
@@ -94,18 +96,35 @@ def _not_backed(evidence: list[dict[str, Any]]) -> set[str]:
 
 
 def _setup(run: Run) -> str:
-    """What read the run's records, in words: its model, its mode and the calibration that applied ("none"
-    where none matched), from the key the run stored; a run with calibrations off stored no key."""
+    """What read the run's records, in words: its reader as NAME@MODE (the setup its results are keyed
+    by, db.store), and the calibration that applied ("none" where none matched, "off" where calibrations
+    were off and the run stored no key). A run from before 0017 stored no setup: its key's model and mode."""
     applied = run.confidence or {}
     key = applied.get("key") or {}
-    if not key:
-        return f"{run.formatting_model}, mode not recorded, calibration off"
     which = applied.get("calibration")
-    return f"{key['model']}, {key['mode']}, calibration {which if which is not None else 'none'}"
+    calibration = "calibration " + ("off" if not key else "none" if which is None else str(which))
+    if run.setup:
+        return f"{run.setup}, {calibration}"
+    if not key:
+        return f"{run.formatting_model}, mode not recorded, {calibration}"
+    return f"{key['model']}, {key['mode']}, {calibration}"
 
 
-def latest_run_id(session: Session) -> int | None:
-    return session.scalar(select(func.max(Run.id)))
+def latest_run_id(session: Session, setup: str | None = None) -> int | None:
+    """The latest run, or the latest that stored rows read by `setup`: NAME@MODE, or NAME alone for any
+    mode (a run of that reader that found every record done stored none: it is passed over)."""
+    query = select(func.max(Run.id))
+    if setup is not None:
+        stored = select(RunResult.id).where(RunResult.run_id == Run.id).exists()
+        query = query.where(Run.setup == setup if "@" in setup else Run.setup.startswith(f"{setup}@"), stored)
+    return session.scalar(query)
+
+
+def setups(session: Session) -> list[str]:
+    """Every reader setup the database's runs name, in the order first used."""
+    found = session.execute(select(Run.setup, func.min(Run.id)).where(Run.setup.is_not(None))
+                            .group_by(Run.setup).order_by(func.min(Run.id)))  # fmt: skip
+    return [setup for setup, _ in found]
 
 
 def run_exists(session: Session, run_id: int) -> bool:
@@ -168,12 +187,15 @@ def result_rows(
 ) -> list[dict[str, Any]]:
     """Flat rows: record key, status, finish reasons, errors, the extracted fields and their evidence.
 
-    With `run_id`: what that run produced (its history rows); without: every record's current result.
-    In the input's order (records are stored as read), not the order records finished: each record is
-    stored as soon as it is done, so an empty text that fails at once is written before the ones that
-    reached the model.
+    With `run_id`: what that run produced (its history rows, the status as the run gave it; a row a
+    person settled afterwards says so, `settled_later`, with its status now, `status_now`); without:
+    every record's current result, one per reader setup. In the input's order (records are stored as
+    read), not the order records finished: each record is stored as soon as it is done, so an empty text
+    that fails at once is written before the ones that reached the model.
     """
+    now: dict[int, str] = {}
     if run_id is not None:
+        now = settled_later(session, run_id)
         query = (
             select(RunResult, Record.key, Record.source, Run.schema_name, Run.schema_version)
             .join(Record, Record.id == RunResult.record_id)
@@ -190,15 +212,22 @@ def result_rows(
         if status is not None:
             query = query.where(Result.status == status)
         query = query.order_by(Record.id, Result.id)
+    readers = select(Run.id, Run.setup)
+    setup_of = dict(session.execute(readers if run_id is None else readers.where(Run.id == run_id)).all())
     rows = []
     for result, key, source, schema_name, schema_version in session.execute(query).all():
+        later = now.get(result.record_id) if run_id is not None else None
         rows.append(
             {
                 "record": key,
                 "source": source,
                 "schema": f"{schema_name}@v{schema_version}",
                 "run": result.run_id,
+                # the reader (NAME@MODE) whose row it is: a run's own, or the current row's
+                "setup": getattr(result, "setup", None) or setup_of.get(result.run_id),
                 "status": result.status,
+                "settled_later": later is not None,
+                "status_now": later or result.status,
                 "reasoning_finish": result.reasoning_finish,
                 "formatting_finish": result.formatting_finish,
                 "attempts": result.attempts,
@@ -214,15 +243,40 @@ def result_rows(
     return rows
 
 
+def settled_later(session: Session, run_id: int) -> dict[int, str]:
+    """Per record of run `run_id` that a person settled after the run (`formwork settle`: decisions on
+    this run's reading, then `mark_ok`), the status its row has now. The run's own row is still the
+    current one (no later run of its reader replaced it) and its status changed since, which only a
+    person's decisions do."""
+    run = session.get(Run, run_id)
+    if run is None:
+        return {}
+    decided = (
+        select(Decision.id)
+        .where(Decision.record_id == Result.record_id, Decision.run_id == run_id,
+               Decision.schema_name == run.schema_name, Decision.schema_version == run.schema_version)
+        .exists()
+    )  # fmt: skip
+    found = session.execute(
+        select(Result.record_id, Result.status)
+        .join(RunResult, (RunResult.run_id == run_id) & (RunResult.record_id == Result.record_id))
+        .where(Result.run_id == run_id, Result.schema_name == run.schema_name,
+               Result.schema_version == run.schema_version, Result.status != RunResult.status, decided)
+    ).all()  # fmt: skip
+    return {record: status for record, status in found}
+
+
 def earlier_rows(session: Session, record_ids: list[int], schema_name: str, version: int
                  ) -> dict[int, dict[str, Any]]:  # fmt: skip
     """The stored result of each record (its data, trust and evidence) with the model that wrote it:
-    what an escalation's stronger reader adds to (tasks.escalation.combine)."""
+    what an escalation's stronger reader adds to (tasks.escalation.combine). Where readers of several
+    setups stored one, the latest stored (db.store.row_setups writes the escalation's row onto it)."""
     found = session.execute(
         select(Result.record_id, Result.data, Result.trust, Result.evidence, Run.formatting_model)
         .join(Run, Run.id == Result.run_id)
         .where(Result.record_id.in_(record_ids), Result.schema_name == schema_name,
                Result.schema_version == version)
+        .order_by(Result.updated_at, Result.id)  # the latest of each record last: it wins below
     ).all()  # fmt: skip
     return {
         record: {"data": data, "trust": trust or [], "evidence": evidence or [], "model": model}

@@ -6,8 +6,10 @@ one record at a time and a fast one a group at a time (10,000 rows took 2–46 s
 second in batches of 1,000). Every write passes its rows as parameters of one statement (an
 executemany), never as a VALUES list built into the statement: a statement with the rows inside is
 compiled again for every group, and that compiling cost more CPU than the rest of storing (issue 31).
-Results are upserted on (record, schema name, schema version), so a resumed or repeated run updates the
-row it wrote before instead of adding a second one; `run_results` keeps what each run produced. Records
+Results are upserted on (record, schema name, schema version, reader setup), so a resumed or repeated run
+updates the row it wrote before instead of adding a second one, and a run with another model or mode
+(another setup, NAME@MODE: flows.runner.reader_setup) reads the records again into rows of its own;
+`run_results` keeps what each run produced. Records
 are immutable (unique per source, key and text hash), so a result always belongs to the exact text it
 was extracted from.
 
@@ -174,9 +176,19 @@ def store_records(session: Session, source: str, records: Iterable[InputRecord])
     return list(dict.fromkeys(ids))
 
 
-def records_without_result(session: Session, record_ids: Sequence[int], schema: Schema) -> list[int]:
-    """The ids among `record_ids` that have no result yet for this schema version (resume support)."""
+def run_setup(session: Session, run_id: int) -> str:
+    """The reader of run `run_id` (NAME@MODE), as its results are keyed; "" for a run from before 0017."""
+    return session.scalar(select(Run.setup).where(Run.id == run_id)) or ""
+
+
+def records_without_result(
+    session: Session, record_ids: Sequence[int], schema: Schema, run_id: int | None = None
+) -> list[int]:
+    """The ids among `record_ids` that have no result yet for this schema version (resume support) from
+    the reader of run `run_id`: a run with another model or mode reads them again. Without `run_id`, a
+    result from any reader counts."""
     done: set[int] = set()
+    same_reader = [] if run_id is None else [Result.setup == run_setup(session, run_id)]
     for start in range(0, len(record_ids), BATCH):
         chunk = record_ids[start : start + BATCH]
         done.update(
@@ -185,17 +197,36 @@ def records_without_result(session: Session, record_ids: Sequence[int], schema: 
                     Result.record_id.in_(chunk),
                     Result.schema_name == schema.name,
                     Result.schema_version == schema.version,
+                    *same_reader,
                 )
             )
         )
     return [i for i in record_ids if i not in done]
 
 
-def _result_row(run_id: int, schema: Schema, outcome: Outcome, text_hash: str) -> dict[str, Any]:
+def row_setups(session: Session, run_id: int, schema: Schema, record_ids: Sequence[int], escalating: bool
+               ) -> dict[int, str]:  # fmt: skip
+    """The setup each record's result row is stored under: the run's own reader, except in an escalation,
+    whose values join the row the record was sent from (the latest one stored: tasks.escalation, through
+    db.queries.earlier_rows), so that reader's row is completed rather than a second one started."""
+    setups = dict.fromkeys(record_ids, run_setup(session, run_id))
+    if escalating:
+        found = session.execute(
+            select(Result.record_id, Result.setup)
+            .where(Result.record_id.in_(record_ids), Result.schema_name == schema.name,
+                   Result.schema_version == schema.version)
+            .order_by(Result.updated_at, Result.id)
+        ).all()  # fmt: skip
+        setups.update({record: setup for record, setup in found})  # the latest row of each last
+    return setups
+
+
+def _result_row(run_id: int, schema: Schema, outcome: Outcome, text_hash: str, setup: str) -> dict[str, Any]:
     verdict = outcome.verdict
     return storable({
         "record_id": outcome.record_id, "schema_name": schema.name, "schema_version": schema.version,
-        "run_id": run_id, "text_hash": text_hash, "schema_hash": schema.digest, "status": verdict.status,
+        "setup": setup, "run_id": run_id, "text_hash": text_hash, "schema_hash": schema.digest,
+        "status": verdict.status,
         "data": verdict.data, "errors": redacted(verdict.errors), "nulled": verdict.nulled,
         "evidence": verdict.evidence, "trust": verdict.trust or None,
         "reasoning_finish": outcome.reasoning_finish, "formatting_finish": outcome.formatting_finish,
@@ -238,7 +269,9 @@ def save_outcomes(
         return
     ids = [o.record_id for o in outcomes]
     hashes = dict(session.execute(select(Record.id, Record.text_hash).where(Record.id.in_(ids))).all())
-    rows = {o.record_id: _result_row(run_id, schema, o, hashes.get(o.record_id, "")) for o in outcomes}
+    setups = row_setups(session, run_id, schema, ids, queue.escalating)
+    rows = {o.record_id: _result_row(run_id, schema, o, hashes.get(o.record_id, ""), setups[o.record_id])
+            for o in outcomes}  # fmt: skip
     calls = [{"run_id": run_id, "record_id": o.record_id, "created_at": utcnow(),
               **storable(vars(call)), "error": redacted(call.error)}  # the answer as given; errors redacted
              for o in outcomes for call in o.calls]  # fmt: skip
@@ -251,17 +284,19 @@ def save_outcomes(
     )  # fmt: skip
     held_elsewhere = release_held(session, run_id, schema, ids)
     mine = [o for o in outcomes if o.record_id not in held_elsewhere]
-    stored = dict(
-        session.execute(
-            select(Result.record_id, Result.status).where(
+    stored = {
+        record: status
+        for record, setup, status in session.execute(
+            select(Result.record_id, Result.setup, Result.status).where(
                 Result.record_id.in_(ids), Result.schema_name == schema.name,
                 Result.schema_version == schema.version,
             )
-        ).all()
-    )  # fmt: skip
+        )
+        if setups[record] == setup  # the row this run writes: its reader's
+    }  # fmt: skip
     if mine:
         statement = upsert_insert(session, Result.__table__)
-        key_columns = ["record_id", "schema_name", "schema_version"]
+        key_columns = ["record_id", "schema_name", "schema_version", "setup"]
         status = Result.__table__.c.status
         replaceable = and_(*(status != kept for kept in sorted(KEEP)))  # no IN list: not in an executemany
         session.execute(

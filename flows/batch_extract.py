@@ -50,7 +50,7 @@ def _stored_pending(
         def store(batch: list[InputRecord] = batch) -> list[int]:
             with context.sessions() as session:  # closed before yielding: an open write transaction
                 ids = store_records(session, label, batch)  # would block every chunk (one SQLite writer)
-                pending = records_without_result(session, ids, context.schema)
+                pending = records_without_result(session, ids, context.schema, context.run_id)
                 session.commit()
             return pending
 

@@ -47,11 +47,23 @@ from formwork.flows.run_policy import run_policy
 from formwork.schemas.registry import Schema
 from formwork.tasks.engines import check_engines, engine_kind, engines_for
 from formwork.tasks.engines.base import Engine
+from formwork.tasks.engines.models import BUNDLED
 from formwork.tasks.presets import run_warning
 from formwork.tasks.settings import Settings
 
 logger = logging.getLogger(__name__)
 quiet_and_redacted()  # deployments import the flows without the CLI
+
+
+def reader_setup(settings: Settings, formatter: Engine) -> str:
+    """The reader as NAME@MODE: the model as `formwork models` and `--model` name it (a catalogue model,
+    the bundled one when none is set; a GGUF file by its name, a served model by the server's name) and
+    the mode. A run's results are keyed by it (db.store), so another model or mode reads its records
+    again instead of finding them done."""
+    name = formatter.model
+    if settings.engine == "local":
+        name = settings.local_model or (formatter.model if settings.local_model_path else BUNDLED.name)
+    return f"{name}@{settings.mode}"
 
 
 @contextmanager
@@ -98,6 +110,7 @@ def new_context(
             formatting_model=formatter.model,
             confidence=applied,
             worker=worker,
+            setup=reader_setup(settings, formatter),
         )
     if crashed:
         get_run_logger().warning("%d earlier runs stopped without finishing: marked crashed", crashed)

@@ -221,7 +221,7 @@ def settle(session: Session, path: Path, who: str) -> Settled:
     fields = top_fields(run.schema_body)
     decided = row_decisions(session, touched, run.schema_name, run.schema_version)
     for record_id in touched:
-        result = current_result(session, record_id, run.schema_name, run.schema_version)
+        result = current_result(session, record_id, run.schema_name, run.schema_version, run)
         if result is None or result.status in ("failed", "ok"):
             continue
         row = {"status": result.status, "data": result.data, "errors": result.errors,

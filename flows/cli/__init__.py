@@ -172,7 +172,10 @@ def run(
         out.print(f"escalated in run {escalated.run_id}: {escalated.records} records read again by the "
                   f"stronger reader: {counts}")  # fmt: skip
     if summary.records == 0 and not summary.held.records:
-        out.print("nothing to do: every record of this input already has a result for this schema version")
+        out.print(
+            "nothing to do: every record of this input already has a result for this schema version "
+            "from this reader (another model or mode, --model NAME@MODE, reads them again)"
+        )
     out.print(f"results: formwork results --run {summary.run_id} [--status failed] [--format jsonl]")
     if summary.held.records:
         fail(_held_message(summary.held), code=3)

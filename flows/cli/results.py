@@ -1,5 +1,11 @@
-"""`formwork results [--run N] [--status S] [--format table|jsonl|csv] [--certified-only]`: stored
-results for a person or for the next program.
+"""`formwork results [--run N | --model NAME[@MODE]] [--status S] [--format table|jsonl|csv]
+[--certified-only]`: stored results for a person or for the next program.
+
+It shows one run's rows: the latest run's, run N's, or the latest run of one reader (`--model`: each
+model and mode keeps its own rows, db.store). A row a person settled after the run (`formwork settle`)
+shows its status now, marked `(settled by a person)`; with `--run N` it shows the status run N gave it,
+marked `(settled later: ok now)`, as JSONL's `settled_later` and `status_now` and CSV's `settled_later`
+(the status now, empty where none) say too.
 
 Every value the model read is given with its state (flows.delivered): `certified`, `unsure` (read,
 nothing vouches for it), `refused` (the judge refused it), `none`, or `confirmed` (a person settled it:
@@ -22,14 +28,17 @@ from __future__ import annotations
 import json
 import sys
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.cells import cell_len
 from rich.text import Text
 
-from formwork.flows.cli.common import DbOption, Status, chosen_run, opened, out, printable
+from formwork.flows.cli.common import DbOption, Status, chosen_run, fail, opened, out, printable
 from formwork.flows.delivered import every_value, top, top_fields
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
 
 COLOURS = {"ok": "green", "partial": "yellow", "failed": "red"}
 SHORTER = (28, 16, 10)  # a kept value's most characters, tried in turn until the record fits two lines
@@ -43,6 +52,14 @@ class Format(StrEnum):
 
 def results(
     run: Annotated[int | None, typer.Option("--run", help="a run id (default: the latest run)")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="NAME[@MODE]: the latest run of this reader that stored rows (as `formwork run --model` "
+            "names it; NAME alone: of any mode)",
+        ),
+    ] = None,
     status: Annotated[Status | None, typer.Option(help="ok, partial or failed")] = None,
     format: Annotated[Format, typer.Option("--format", "-f", help="table, jsonl or csv")] = Format.table,
     certified_only: Annotated[
@@ -57,13 +74,15 @@ def results(
     from formwork.flows.verdicts import verdict_rows
 
     with opened(db) as session:
-        run_id = chosen_run(session, run)
+        run_id = chosen_run(session, run) if model is None else _run_of(session, model, run)
         rows = result_rows(session, run_id, status.value if status else None)
         stored = session.get(Run, run_id)
         fields = top_fields(stored.schema_body if stored else None) or _seen(rows)
         which = (stored.confidence or {}).get("calibration") if stored else None
         decided = run_decisions(session, run_id)  # a person's, beside the model's reading (flows.settle)
     for row in rows:
+        if run is None:  # not filtered by run: the latest state, a person's settling included
+            row["status"] = row["status_now"]
         settled = {"decisions": decided.get((row["source"], row["record"]), {})}
         found = every_value(fields, row | settled, f"calibration {which}" if which else None)
         vouched = ("certified", "confirmed")  # --certified-only: by a calibration or a person
@@ -75,7 +94,20 @@ def results(
     elif format is Format.csv:
         _write_csv(rows, fields)
     else:
-        _print_results(rows, run_id)
+        _print_results(rows, run_id, stored.setup if stored else None)
+
+
+def _run_of(session: Session, model: str, run: int | None) -> int:
+    """The latest run of the reader `--model` names; one line where it names none or --run is given too."""
+    from formwork.db.queries import latest_run_id, setups
+
+    if run is not None:
+        fail("give --run or --model, not both: --run names one run, --model the latest run of a reader")
+    found = latest_run_id(session, model.strip())
+    if found is None:
+        known = ", ".join(setups(session)) or "none recorded (runs from before readers were stored)"
+        fail(f"no run in this database read with {model!r}; its readers: {known}")
+    return found
 
 
 def _seen(rows: list[dict[str, Any]]) -> list[str]:
@@ -100,7 +132,7 @@ def _write_csv(rows: list[dict], fields: list[str]) -> None:
     writer = Writer(sys.stdout)
     writer.writerow(
         ["record", "status", "reasoning_finish", "formatting_finish", "attempts", "errors", "verdicts",
-         *(column for f in fields for column in (f, f"{f}_state"))]
+         "settled_later", *(column for f in fields for column in (f, f"{f}_state"))]
     )  # fmt: skip
     for row in rows:
         cells = []
@@ -112,7 +144,7 @@ def _write_csv(rows: list[dict], fields: list[str]) -> None:
             ]
         writer.writerow([row["record"], row["status"], row["reasoning_finish"], row["formatting_finish"],
                          row["attempts"], "; ".join(row["errors"]), summary_line(row).replace("\n", "; "),
-                         *cells])  # fmt: skip
+                         row["status_now"] if row.get("settled_later") else "", *cells])  # fmt: skip
 
 
 def _shown(value: Any, most: int) -> str:
@@ -140,7 +172,15 @@ def _words(row: dict[str, Any], most: int) -> list[str]:
     else:
         values = row.get("values") or {f: d.as_dict() for f, d in every_value(_seen([row]), row).items()}
         words = [_field_word(name, found, most) for name, found in values.items()]
-    return words + [printable(word) for said, _ in problems for word in said.split()]  # a row's problem
+    return _settled(row) + words + [printable(word) for said, _ in problems for word in said.split()]
+
+
+def _settled(row: dict[str, Any]) -> list[str]:
+    """The mark of a row a person settled after its run: its status now where the line shows the run's."""
+    if not row.get("settled_later"):
+        return []
+    now = row["status_now"]
+    return ["(settled by a person)" if row["status"] == now else f"(settled later: {now} now)"]
 
 
 def _lines(words: list[str], width: int, indent: int) -> list[str]:
@@ -174,12 +214,14 @@ def record_lines(row: dict[str, Any], key_width: int, width: int = 80) -> list[T
     return [first, *(Text(" " * indent + line) for line in lines[1:])]
 
 
-def _print_results(rows: list[dict], run_id: int | None) -> None:
+def _print_results(rows: list[dict], run_id: int | None, setup: str | None = None) -> None:
     """Each record in one or two lines (see the module docstring); then what to do next."""
     from formwork.flows.verdicts import next_step
 
     counts = ", ".join(f"{sum(r['status'] == s for r in rows)} {s}" for s in COLOURS)
-    out.print(f"results of run {run_id}: {counts}" if run_id else f"results: {counts}", highlight=False)
+    reader = f" ({setup})" if setup else ""
+    said = f"results of run {run_id}{reader}: {counts}" if run_id else f"results: {counts}"
+    out.print(printable(said), highlight=False, markup=False)
     key_width = min(max((len(r["record"]) for r in rows), default=6), 16)
     for row in rows:
         for line in record_lines(row, key_width, max(out.width, 60)):
