@@ -21,8 +21,9 @@ from formwork.tasks.confidence.policy import Policy
 from formwork.tasks.engines.base import Engine
 from formwork.tasks.engines.models import BUNDLED
 from formwork.tasks.evaluation.key import calibration_key, escalation_key
+from formwork.tasks.reader_choice import escalation_overrides
 from formwork.tasks.redact import redact
-from formwork.tasks.settings import Settings, escalation_overrides
+from formwork.tasks.settings import Settings
 
 _USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^@/\s]*@")
 

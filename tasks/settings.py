@@ -1,148 +1,41 @@
-"""Settings in one class that fails fast: defaults < `formwork.toml` < environment (`FORMWORK_*`).
+"""Settings that fail fast: defaults < `formwork.toml` < environment (`FORMWORK_*`).
 
 Per-run choices (input, schema, limit) are CLI options and flow parameters; what stays the same
-between runs on one machine (database, engine, server addresses, budgets) lives here.
+between runs on one machine (database, engine, server addresses, budgets) lives here. The database and
+engine fields are the base class's (tasks.connection_settings); which reader runs by default and what
+`--model` and `escalate_to` stand for are tasks.reader_choice's.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Literal, Self
 
-from pydantic import Field, PrivateAttr, SecretStr, ValidationInfo, field_validator, model_validator
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
+from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, TomlConfigSettingsSource
+
+from formwork.tasks.connection_settings import ConnectionSettings
+from formwork.tasks.reader_choice import (
+    BEST_MODE,
+    BEST_MODEL,
+    READER_SETTINGS,
+    EscalationProblem,
+    Mode,
+    best_model_file,
+    escalation_overrides,
 )
 
-_USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)[^@/\s:]*(?::[^@\s]*?)?@")
-
-
-Mode = Literal["two-pass", "one-pass", "one-pass-reasoning", "prompt-json", "two-readings"]
-
-
-# The setup the shipped calibrations are for (tasks/evaluation/shipped/): the default reader once installed.
-BEST_MODEL, BEST_MODE = "qwen2.5-coder-1.5b", "one-pass"
-# The settings that choose the reader: any of them set (argument, environment or file) is the user's choice.
-READER_SETTINGS = frozenset({"engine", "local_model", "local_model_path", "mode"})
-
-
-def best_model_file() -> Path:
-    """Where `formwork models install` puts the measured best (tasks.engines.models.model_file, which the
-    settings may not import: the engines import the settings)."""
-    return (
-        Path(os.environ.get("FORMWORK_CACHE") or "~/.cache/formwork").expanduser()
-        / "models"
-        / (f"{BEST_MODEL}.gguf")
-    )
-
-
-class ModelChoiceProblem(ValueError):
-    """`--model NAME[@MODE]` names no model, or a mode that does not exist."""
-
-
-def model_choice(spec: str) -> dict[str, str]:
-    """The settings `--model NAME[@MODE]` stands for: the embedded engine with the catalogue model NAME
-    (`formwork models`), in MODE when given (else as the settings say, or the mode NAME is calibrated in)."""
-    name, _, mode = spec.strip().partition("@")
-    if not name:
-        raise ModelChoiceProblem(
-            f"--model {spec!r} names no model: write NAME or NAME@MODE (formwork models)"
-        )
-    if mode and mode not in get_args(Mode):
-        raise ModelChoiceProblem(f"--model {spec!r}: {mode!r} is not a mode ({', '.join(get_args(Mode))})")
-    return {"engine": "local", "local_model": name} | ({"mode": mode} if mode else {})
-
-
-class EscalationProblem(ValueError):
-    """`escalate_to` does not name a model, a mode or a server that can be opened."""
-
-
-def escalation_overrides(spec: str) -> dict[str, Any]:
-    """The settings that turn a run into its escalation's, from `escalate_to`:
-    - `NAME`: a model from `formwork models` on the embedded engine (`qwen2.5-coder-1.5b`);
-    - `@MODE`: the same model in another mode (`@two-readings`: the cheap reading first, both after);
-    - `NAME@MODE`: both;
-    - `vllm:URL#MODEL` or `openai:URL#MODEL` (either part after the engine optional): a server."""
-    spec = spec.strip()
-    engine, sep, rest = spec.partition(":")
-    if sep and engine in ("vllm", "openai"):
-        url, _, model = rest.partition("#")
-        found: dict[str, Any] = {"engine": engine, f"{engine}_model": model or None}
-        return found | ({f"{engine}_url": url} if url else {})
-    name, _, mode = spec.partition("@")
-    if mode and mode not in get_args(Mode):
-        raise EscalationProblem(f"escalate_to {spec!r}: {mode!r} is not a mode ({', '.join(get_args(Mode))})")
-    if not name and not mode:
-        raise EscalationProblem("escalate_to is empty: name a model (formwork models), @MODE, or a server")
-    return ({"engine": "local", "local_model": name, "local_model_path": None} if name else {}) | (
-        {"mode": mode} if mode else {}
-    )
+# Names tests/test_escalation.py imports from here; they live in tasks.reader_choice.
+__all__ = ["EscalationProblem", "Settings", "escalation_overrides"]
 
 
 def _config_file() -> Path:
     return Path(os.environ.get("FORMWORK_CONFIG", "formwork.toml"))
 
 
-def _holds_secret(annotation: Any) -> bool:
-    """Whether a field's type is `SecretStr`, alone or inside `| None` (or any other union)."""
-    return annotation is SecretStr or any(_holds_secret(arg) for arg in get_args(annotation))
-
-
-class Settings(BaseSettings):
+class Settings(ConnectionSettings):
     """Everything Formwork reads from the environment or `formwork.toml`."""
-
-    model_config = SettingsConfigDict(env_prefix="FORMWORK_", extra="forbid")
-
-    db_url: str = Field("sqlite:///formwork.db", description="SQLAlchemy URL; SQLite file or PostgreSQL")
-    engine: Literal["local", "vllm", "openai"] = Field(
-        "local", description="local: embedded model; vllm: a vLLM server; openai: any OpenAI-compatible one"
-    )
-
-    local_model: str | None = Field(
-        None, description="a model by name from `formwork models` (installed with `formwork models install`)"
-    )
-    local_model_path: Path | None = Field(None, description="a GGUF file; default: the bundled SmolLM2")
-    local_n_ctx: int = Field(4096, ge=256)
-    local_threads: int | None = Field(
-        None, ge=1, description="llama.cpp threads; default: one per core other processes leave free"
-    )
-    local_slots: int = Field(4, ge=1, description="records decoded at once by the embedded engine")
-
-    vllm_url: str = Field(
-        "http://127.0.0.1:8000/v1",
-        description="reasoning pass server (OpenAI API); several replicas: comma-separated URLs",
-    )
-    vllm_model: str | None = Field(None, description="reasoning model; default: the server's first")
-    vllm_format_url: str | None = Field(None, description="formatting pass server; default: vllm_url")
-    vllm_format_model: str | None = Field(None, description="formatting model; default: vllm_model")
-    vllm_max_concurrency: int = Field(8, ge=1, description="requests in flight per server")
-    vllm_timeout_s: float = Field(120.0, gt=0, description="per-request timeout")
-    vllm_global_limit: int | None = Field(
-        None, ge=1, description="requests in flight per server across all runs (a Prefect global limit)"
-    )
-    vllm_api_key: SecretStr | None = Field(
-        None, description="for servers started with --api-key; never stored"
-    )
-    vllm_api_key_file: Path | None = Field(
-        None, description="a file holding the API key (e.g. a secret mount)"
-    )
-
-    openai_url: str = Field(
-        "http://127.0.0.1:8080/v1",
-        description="engine openai: the server (OpenAI API); replicas: comma-separated",
-    )
-    openai_model: str | None = Field(
-        None, description="engine openai: the model; default: the server's first"
-    )
-    openai_dialect: Literal["auto", "json_schema", "json_object+schema", "llama-server", "ollama"] = Field(
-        "auto", description="how the schema is sent; auto: from what the server says at the start-up check"
-    )
-    openai_api_key: SecretStr | None = Field(None, description="engine openai: the Bearer key; never stored")
 
     chunk_size: int = Field(100, ge=1, description="records per Prefect task")
     reasoning_max_tokens: int = Field(384, ge=1)
@@ -233,36 +126,6 @@ class Settings(BaseSettings):
 
     _reader_default: Literal["chosen", "measured best", "bundled"] = PrivateAttr("chosen")
 
-    @classmethod
-    def secret_fields(cls) -> frozenset[str]:
-        """The settings that hold a secret: every `SecretStr` field, so a new key is secret everywhere
-        (never a flow parameter, masked in logs, stored errors and the review page) with no list to keep."""
-        return frozenset(name for name, field in cls.model_fields.items() if _holds_secret(field.annotation))
-
-    @model_validator(mode="after")
-    def _register_secrets(self) -> Settings:
-        """Every secret value read is masked from then on by `tasks.redact`, wherever it would appear."""
-        from formwork.tasks.redact import register_secret
-
-        for name in self.secret_fields():
-            value = getattr(self, name)
-            if isinstance(value, SecretStr):
-                register_secret(value.get_secret_value())
-        return self
-
-    def api_key(self) -> str | None:
-        """The vLLM API key, from the setting or its file; registered so that every message masks it."""
-        from formwork.tasks.redact import register_secret
-
-        key = self.vllm_api_key.get_secret_value() if self.vllm_api_key else None
-        if key is None and self.vllm_api_key_file is not None:
-            try:
-                key = self.vllm_api_key_file.read_text(encoding="utf-8").strip()
-            except OSError as exc:
-                raise ValueError(f"vllm_api_key_file {self.vllm_api_key_file}: {exc.strerror}") from exc
-        register_secret(key)
-        return key
-
     def journal_folder(self) -> Path:
         """`journal_dir`, or the folder a run's own state lives in on this machine: beside a SQLite file,
         else Prefect's home (a working directory may change between a deployment's runs)."""
@@ -276,17 +139,6 @@ class Settings(BaseSettings):
         prefect_home = Path(os.environ.get("PREFECT_HOME", Path.home() / ".prefect")).expanduser()
         return prefect_home / "formwork-journal"
 
-    @field_validator("*")
-    @classmethod
-    def _without_userinfo(cls, urls: Any, info: ValidationInfo) -> Any:
-        """Drop `user:password@` from every server URL setting (each `*_url` but the database's): httpx
-        would send it as Basic auth in place of the Bearer key, and URLs are logged and stored. The key
-        belongs in the engine's `*_api_key`."""
-        server_url = str(info.field_name).endswith("_url") and info.field_name != "db_url"
-        if not server_url or not isinstance(urls, str):
-            return urls
-        return ",".join(_USERINFO.sub(r"\g<scheme>", url.strip()) for url in urls.split(","))
-
     @field_validator("escalate_to")
     @classmethod
     def _escalation_named(cls, spec: str | None) -> str | None:
@@ -297,17 +149,7 @@ class Settings(BaseSettings):
         return spec.strip()
 
     @model_validator(mode="after")
-    def _one_model(self) -> Settings:
-        """A name and a file path for the embedded model would contradict each other: refuse both."""
-        if self.local_model and self.local_model_path:
-            raise ValueError(
-                "local_model and local_model_path are both set: keep local_model (a name from formwork "
-                "models) or local_model_path (any GGUF file), not both"
-            )
-        return self
-
-    @model_validator(mode="after")
-    def _measured_best(self) -> Settings:
+    def _measured_best(self) -> Self:
         """The default reader is the measured best: with no reader setting anywhere (READER_SETTINGS), the
         model and mode the shipped calibrations are for, once installed; until then the bundled SmolLM2 in
         two-pass mode, which no calibration covers (`default_note` says so). The field defaults stay those
@@ -333,15 +175,6 @@ class Settings(BaseSettings):
         return (f"{BEST_MODEL} (the model the shipped calibrations are for) is not installed, so the bundled "
                 f"smollm2-135m runs in {self.mode} mode, which no calibration covers: nothing will be "
                 f"certified. Install it with `formwork models install {BEST_MODEL}`")  # fmt: skip
-
-    @field_validator("db_url")
-    @classmethod
-    def _normalise_db_url(cls, url: str) -> str:
-        """Accept the `postgres://` and `postgresql://` spellings and pick the psycopg 3 driver."""
-        for prefix in ("postgres://", "postgresql://"):
-            if url.startswith(prefix):
-                return "postgresql+psycopg://" + url.removeprefix(prefix)
-        return url
 
     @classmethod
     def settings_customise_sources(

@@ -18,7 +18,8 @@ from formwork.db.queries import run_summary
 from formwork.db.session import session_factory
 from formwork.flows.cli import app
 from formwork.tasks.engines.models import known, model_file
-from formwork.tasks.settings import BEST_MODE, BEST_MODEL, Settings, best_model_file
+from formwork.tasks.reader_choice import BEST_MODE, BEST_MODEL, best_model_file
+from formwork.tasks.settings import Settings
 
 runner = CliRunner()
 

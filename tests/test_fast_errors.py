@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 import formwork.flows.cli
 import formwork.flows.prefect_env
 from formwork.flows.cli import app
-from formwork.tasks.settings import BEST_MODEL, Settings
+from formwork.tasks.reader_choice import BEST_MODEL
+from formwork.tasks.settings import Settings
 
 runner = CliRunner()
 

@@ -28,7 +28,7 @@ ModelOption = Annotated[
 
 def chosen_reader(model: str | None) -> dict[str, str]:
     """The settings `--model NAME[@MODE]` stands for (none without it); a malformed one is refused."""
-    from formwork.tasks.settings import ModelChoiceProblem, model_choice
+    from formwork.tasks.reader_choice import ModelChoiceProblem, model_choice
 
     if model is None:
         return {}

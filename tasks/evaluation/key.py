@@ -37,7 +37,8 @@ from formwork.tasks.engines.fingerprint import file_hash, model_hash
 from formwork.tasks.grounding.candidates import READERS_VERSION
 from formwork.tasks.modes import SINGLE, single_pass_messages
 from formwork.tasks.prompts import formatting_messages, reasoning_messages
-from formwork.tasks.settings import Settings, escalation_overrides
+from formwork.tasks.reader_choice import escalation_overrides
+from formwork.tasks.settings import Settings
 
 # Per readers' version, each gold set's verdicts fingerprint (the module docstring); record a new version's
 # with tasks.evaluation.judge_verdicts.fingerprints(Path("examples/gold")).
