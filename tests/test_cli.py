@@ -113,7 +113,8 @@ def test_a_rerun_inside_another_runs_lease_says_what_is_held_and_wait_processes_
     with sessions() as session:
         ids = store_records(session, label, [InputRecord(k, t) for k, t in texts.items()])
         holder = start_run(session, schema, flow="batch_extract", source=label, engine="local",
-                           reasoning_model="m", formatting_model="m")  # fmt: skip
+                           reasoning_model="m", formatting_model="m",
+                           setup="smollm2-135m@two-pass")  # fmt: skip  # the rerun's reader (conftest)
         assert claim_records(session, holder, schema, ids, timedelta(seconds=2)) == ids
         done = Outcome(ids[0], Verdict("ok", {"speaker": "Anna", "emotion": "happy", "reply": "x"}), 1)
         save_outcomes(session, holder, schema, [done], QueuePolicy())
