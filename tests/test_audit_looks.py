@@ -113,13 +113,6 @@ def _false_certifications(levels: list[float], runs: int = 20_000, per_look: int
     return float(certified.mean())
 
 
-@pytest.mark.xfail(
-    raises=ValueError,
-    strict=True,
-    reason="tasks.confidence.certify.lower_bound's findroot (illinois, default maxsteps) stops before its "
-    "tolerance at the small levels later looks spend (189 of 200 at a field level of 0.9979); maxsteps=100 "
-    "converges, and with it this test passes (0.075% certified against 1.67%; 2.4% at the whole level)",
-)
 def test_repeated_looks_certify_a_field_just_below_target_no_more_often_than_its_share() -> None:
     """Eight looks at 50, 100, ... 400 values: spent from one budget, a field right at 0.948 is certified
     within its share of the level (0.1 / 6); tested at the whole level each time, it was not."""

@@ -5,7 +5,9 @@ and real SQLite/PostgreSQL; no model (the pipeline's runs are tested in test_cal
 from __future__ import annotations
 
 import json
+import math
 import random
+from fractions import Fraction
 
 import pytest
 
@@ -37,6 +39,23 @@ def test_the_lower_bound_is_the_clopper_pearson_quantile_computed_by_hand() -> N
     p = lower_bound(9, 10)
     assert 10 * p**9 * (1 - p) + p**10 == pytest.approx(0.1, abs=1e-9)
     assert lower_bound(0, 10) == 0.0 and lower_bound(0, 0) == 0.0
+
+
+def test_the_lower_bound_holds_at_the_small_levels_and_large_counts_later_audit_looks_reach() -> None:
+    """findroot (illinois) raised for 189 of 200 at 0.9979 and mpmath's betainc for large counts; the
+    bound must exist there and sit where the binomial tail equals the level."""
+    for correct, kept, level in [
+        (189, 200, 0.9979),
+        (999, 1000, 0.999999),
+        (1666, 1988, 0.99),
+        (254, 484, 0.999999),
+    ]:
+        p = lower_bound(correct, kept, level)
+        exact = Fraction(p)  # the binomial tail summed exactly, no float on the way
+        tail = sum(
+            math.comb(kept, i) * exact**i * (1 - exact) ** (kept - i) for i in range(correct, kept + 1)
+        )
+        assert 0 < p < correct / kept and float(tail) == pytest.approx(1 - level, rel=1e-6)
 
 
 def test_the_level_is_split_across_the_schemas_fields_so_a_field_needs_more_values() -> None:
