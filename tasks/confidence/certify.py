@@ -29,8 +29,8 @@ claim together, labelled pooled: one threshold and one bound over all their kept
 values kept in these fields, >= 95% are right", one test, so at the full level when it is the only
 one; it says nothing of any single field (`pooled_claims`).
 
-The bound is one-sided Clopper-Pearson (the binomial tail bisected, summed in log space). A field that no threshold
-certifies is never kept as certified, and says so with the best bound it reached.
+The bound is one-sided Clopper-Pearson (the binomial tail bisected, summed in log space). A field
+that no threshold certifies is never kept as certified, and says so with the best bound it reached.
 """
 
 from __future__ import annotations
