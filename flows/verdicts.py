@@ -192,8 +192,10 @@ ADVICE: dict[Hint, Callable[[int, str], str]] = {
     ),
     "certify": lambda n, schema: (
         f"{n} value(s) are in fields their calibration could not certify on its gold (the run's summary "
-        f"says each field's best bound): a stronger model (`formwork models`, `--escalate-to`) or more "
-        f"gold records for those fields (`formwork eval GOLD.jsonl --schema {schema} --calibrate`)"
+        f"says each field's best bound): a stronger model run on its own (`formwork models`, `--model`; "
+        f"an escalation's values stay unsure until a calibration measured on escalated records exists), "
+        f"more gold records for those fields, or one claim pooled over them "
+        f"(`formwork eval GOLD.jsonl --schema {schema} --calibrate --claim pooled`)"
     ),
     "bound": lambda n, schema: (
         f"{n} value(s) were below their bound: a larger model is surer (`formwork models`), or "

@@ -206,7 +206,7 @@ def test_next_step_names_the_command_for_the_most_common_cause() -> None:
     uncertified = {**below, "errors": ['who "Maria" dropped: its field is not certified']}
     line = next_step([uncertified, uncertified, below])
     assert line.startswith("next: 2 value(s) are in fields their calibration could not certify")
-    assert "--escalate-to" in line and "no calibration" not in line
+    assert "--claim pooled" in line and "no calibration" not in line
     assert next_step([{"status": "ok", "errors": [], "nulled": [], "evidence": []}]) == (
         "every value kept: nothing to do"
     )
@@ -298,7 +298,7 @@ def test_a_failed_rows_answer_is_never_its_data(stored_run: str) -> None:
         csv.reader(io.StringIO(runner.invoke(app, ["results", "--db", stored_run, "-f", "csv"]).stdout))
     )
     row = next(r for r in table if r[0] == "invented")
-    assert row[7::2] == [""] * 6 and row[8::2] == ["refused"] * 6 and "1.5" not in row  # value, state
+    assert row[8::2] == [""] * 6 and row[9::2] == ["refused"] * 6 and "1.5" not in row  # value, state
 
 
 def test_jsonl_and_csv_carry_the_verdict_and_the_detail(stored_run: str) -> None:
