@@ -20,6 +20,7 @@ from formwork.flows.cli.common import (
 )
 from formwork.flows.cli.preflight import ModelOption, checked_settings, chosen_reader
 from formwork.tasks.evaluation.gold import HALVES
+from formwork.tasks.evaluation.verification import Claim
 
 
 def _percent(value: float | None) -> str:
@@ -27,11 +28,9 @@ def _percent(value: float | None) -> str:
 
 
 def _claim(claim: dict[str, Any]) -> str:
-    covered = f", {claim['kept']}/{claim['values']} kept" if claim.get("values") else ""
-    if not claim["kept"]:
-        return f"{claim['name']}: none kept{covered}, not put to the test: {claim['verdict']}"
-    return (f"{claim['name']}: {claim['correct']}/{claim['kept']} right{covered}, interval "
-            f"{claim['lower']:.3f} to {claim['upper']:.3f}: {claim['verdict']}")  # fmt: skip
+    """A checked claim of a report (verification.Claim as a dict) in the words the claim itself uses:
+    written out again here, it lost "records" for a list field and "together, not per field" for a pool."""
+    return Claim(**{**claim, "pool": tuple(claim.get("pool") or ())}).describe()
 
 
 def print_reports(reports: dict[str, dict[str, Any]]) -> None:
