@@ -42,7 +42,7 @@ from formwork.db.models import Run, RunResult
 from formwork.flows.review import colours, field_name, highlighted
 from formwork.schemas.registry import Schema
 from formwork.tasks.confidence.certify import TARGET
-from formwork.tasks.evaluation.audit import BUDGET, look_level, needed, read_value, sample
+from formwork.tasks.evaluation.audit import BUDGET, applied_pool, look_level, needed, read_value, sample
 
 HERE = Path(__file__).parent
 
@@ -96,8 +96,14 @@ def _note(run_id: int, schema: Schema, audited: int, applied: dict[str, Any] | N
     look the next `audit calibrate` of runs like this one takes (each spends less level: db.audits)."""
     target = (applied or {}).get("target", TARGET)
     spent = look_level(look)
-    least = needed(schema, target, 1.0 - spent)
-    fields = f"the {len(schema.properties)} fields of {html.escape(schema.label)}"
+    pool = applied_pool(applied or {})  # a pooled claim is one test: fewer tests share the level
+    least = needed(schema, target, 1.0 - spent, pool)
+    pooled = (
+        f" ({html.escape(', '.join(pool))} pooled as one claim, their values counted together)"
+        if pool
+        else ""
+    )
+    fields = f"the {len(schema.properties)} fields of {html.escape(schema.label)}{pooled}"
     return (
         f'<p class="note">{audited} audited records check a guarantee (confirmed, broken, or not '
         f"contradicted) but can rarely certify one. Each <code>formwork audit calibrate</code> of runs like "

@@ -76,7 +76,7 @@ def page(
               f"each field, export, then `formwork audit check audit-run-{run_id}.jsonl`")  # fmt: skip
 
 
-def _claims_table(report: AuditReport, applied: dict[str, Any]) -> Table:
+def _claims_table(report: AuditReport) -> Table:
     """Per field and for ok rows: right of kept as certified, the interval, the target and the verdict;
     and how many of every value read were right."""
     from formwork.tasks.confidence.policy import apart
@@ -84,10 +84,10 @@ def _claims_table(report: AuditReport, applied: dict[str, Any]) -> Table:
     table = Table(title="values kept as certified, against your answers")
     for column in ("field", "right", "interval", "target", "verdict", "read right"):
         table.add_column(column, justify="left" if column in ("field", "verdict") else "right")
-    targets = applied.get("targets") or {}
     for claim in [*report.claims, report.rows]:
-        right, total = report.read.get(claim.name, (None, None))
-        target = targets.get(claim.name, applied.get("target", TARGET))
+        read = [report.read.get(name, (0, 0)) for name in claim.pool or (claim.name,)]  # a pool: its fields'
+        right, total = sum(r for r, _ in read), sum(t for _, t in read)
+        target = claim.target  # its own: a pooled claim's name is no field's, and finds no target by name
         upper = apart(claim.upper, target) if claim.upper < target else f"{claim.upper:.2f}"  # never "0.95"
         interval = f"{claim.lower:.2f}-{upper}" if claim.kept else "-"
         unkept = "none certified" if total else "no ok rows"
@@ -143,17 +143,21 @@ def check(files: Files, db: DbOption = None) -> None:
     out.print(f"audit of run {runs}: {report.records} records of {found.schema.label} (seed {seeds})",
               markup=False, highlight=False)  # fmt: skip
     out.print(f"the run applied {said}", markup=False, highlight=False)
-    out.print(_claims_table(report, applied[0]))
+    out.print(_claims_table(report))
     out.print(report.none.sentence(), markup=False, highlight=False)
     for sentence in report.broken(applied[0]):
         out.print(Text(sentence, style="red"))
     out.print(_closing(report, applied[0]), markup=False, highlight=False)
 
 
-def _short_of(audited: int, least: int, target: float, level: float, fields: int, coming: int) -> str:
+def _short_of(audited: int, least: int, target: float, level: float, fields: int, coming: int,
+              pooled: tuple[str, ...] = ()) -> str:  # fmt: skip
     """Why a field was not certified, and what more audits can do about it at the next look, `coming`
-    (which spends less level than this one: it needs more values)."""
-    rule = (f"To certify a field at {target:.0%} at look {coming}, with all {fields} fields together at "
+    (which spends less level than this one: it needs more values); `pooled`: the fields claimed together,
+    one test, whose count is of their values together."""
+    tests = (f"its {fields - len(pooled) + 1} claims ({', '.join(pooled)} pooled as one)" if pooled
+             else f"all {fields} fields")  # fmt: skip
+    rule = (f"To certify a field at {target:.0%} at look {coming}, with {tests} together at "
             f"{level * 100:.4g}% confidence, {least} of its values must be kept at one threshold, nearly all "
             "right")  # fmt: skip
     if audited < least:
@@ -168,6 +172,14 @@ def _short_of(audited: int, least: int, target: float, level: float, fields: int
 def _gold_hash(rows: list) -> str:
     payload = sorted([row.record, row.gold] for row in rows)
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def _look_hash(gold_hash: str, pooled: tuple[str, ...]) -> str:
+    """What makes two calibrates the same look: the same answers (`gold_hash`) tested as the same claim.
+    A per-field claim keeps the answers' hash, as every look stored before claims could pool."""
+    if not pooled:
+        return gold_hash
+    return hashlib.sha256(json.dumps([gold_hash, "pooled", *pooled]).encode()).hexdigest()
 
 
 def _changes(changes: list[Change], against: str) -> list[str]:
@@ -194,6 +206,14 @@ def calibrate(
             "apply now (without it, such a calibration is refused and what it would change is shown)",
         ),
     ] = False,
+    claim: Annotated[
+        str,
+        typer.Option(
+            help="what to certify, as `formwork eval --calibrate --claim`: per-field (each field its own "
+            "claim), or pooled[:FIELD,FIELD] (one claim over the kept values of those fields together, "
+            "every field if none named: not a claim about any one of them)"
+        ),
+    ] = "per-field",
     db: DbOption = None,
 ) -> None:
     """Measure a calibration on your audited records and store it for the run's key (no model call).
@@ -206,14 +226,16 @@ def calibrate(
     looks share one error budget: look k tests at level budget * 2^-k (tasks.evaluation.audit.look_level),
     stored or refused alike, so auditing more and calibrating again cannot certify more often than the
     level. --dry-run previews the next look at its level and spends nothing; calibrating the same answers
-    again (a refused look, then --replace) is the same look."""
+    again (a refused look, then --replace) is the same look, but another --claim on them is another test,
+    so another look (trying claims until one passes would otherwise be free)."""
     from sqlalchemy.exc import IntegrityError
 
     from formwork.db.audits import AuditProblem, next_look, read_audits, run_key, take_look
     from formwork.db.calibrations import AUDIT, applying, changes, policy_for, statement, store_calibration
+    from formwork.tasks.confidence.certify import terms
     from formwork.tasks.evaluation.audit import look_level, needed
     from formwork.tasks.evaluation.calibration import calibrate as fit_and_certify
-    from formwork.tasks.evaluation.calibration import field_targets
+    from formwork.tasks.evaluation.calibration import field_targets, pooled_fields
 
     with opened(db, write=True) as session:
         try:
@@ -221,12 +243,17 @@ def calibrate(
             key = run_key(found.runs[0])
         except AuditProblem as exc:
             fail(str(exc))
+        try:
+            pooled = pooled_fields(found.schema, claim)  # a claim naming no field: one line, no look spent
+        except ValueError as exc:
+            fail(str(exc))
         _warn(found)
         gold_hash = _gold_hash(found.rows)
-        look = next_look(session, key, gold_hash, target)
-        level = 1.0 - look.spent  # the confidence this look certifies at, split over the fields in certify
+        look = next_look(session, key, _look_hash(gold_hash, pooled), target)
+        level = 1.0 - look.spent  # the confidence this look certifies at, split over the tests in certify
         targets = {name: t if t != TARGET else target for name, t in field_targets(found.schema).items()}
-        calibrated = fit_and_certify(found.schema, [row.gold_row for row in found.rows], targets, level)
+        calibrated = fit_and_certify(found.schema, [row.gold_row for row in found.rows], targets, level,
+                                     pooled)  # fmt: skip
         before = statement(policy_for(session, key).applied)
         current = applying(session, key)
         changed = changes(current[0] if current else None, calibrated.claims)
@@ -258,12 +285,15 @@ def calibrate(
         bound = f"{claim.bound:.3f}" + ("" if claim.certified else " (best)")
         table.add_row(claim.field, str(claim.values), threshold, kept, bound, f"{claim.target:.0%}")
     out.print(table)
+    out.print(f"certified at look {look.number}'s level {level:.4g}: {terms(claims, target, level)}",
+              highlight=False, soft_wrap=True)  # fmt: skip
     out.print(look.sentence(), highlight=False, soft_wrap=True)
     if certified < len(claims):
         coming = look.number if dry_run else look.number + 1  # the look a calibrate on more records takes
         later = 1.0 - look_level(coming, look.budget)
-        least = needed(found.schema, target, later)
-        out.print(_short_of(len(found.rows), least, target, later, len(claims), coming), highlight=False)
+        least = needed(found.schema, target, later, pooled)
+        out.print(_short_of(len(found.rows), least, target, later, len(claims), coming, pooled),
+                  highlight=False)  # fmt: skip
     for line in _changes(changed, against):
         out.print(line, markup=False, highlight=False, soft_wrap=True)
     if dry_run:

@@ -19,9 +19,10 @@ person who said it was wrong. Such a field is `unsettled`: counted neither right
 (its values leave every count, and its row the ok rows'), and the reader warns.
 
 `formwork audit calibrate` feeds the same rows to tasks.evaluation.calibration.calibrate; `needed`
-says how many right values a field takes, so a small audit says what it cannot certify. Each calibrate
-on more audited records of the same population is another look at the data, and each spends level from
-one budget (`look_level`), so audit-more-and-try-again cannot certify a field more often than the level.
+says how many right values a test takes (the level split over the claim's tests, a pool one test), so a
+small audit says what it cannot certify. Each calibrate on more audited records of the same population
+is another look at the data, and each spends level from one budget (`look_level`), so
+audit-more-and-try-again cannot certify a field more often than the level.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from formwork.schemas.paths import node_at, parse_path
 from formwork.schemas.registry import Schema
 from formwork.tasks.confidence.certify import LEVEL, TARGET, field_level, values_needed
 from formwork.tasks.evaluation.calibration import GoldRow, gold_at, schema_fields
-from formwork.tasks.evaluation.certified import field_claims, field_counts, kept_value
+from formwork.tasks.evaluation.certified import field_claims, field_counts, kept_value, tally
 from formwork.tasks.evaluation.scoring import compare
 from formwork.tasks.evaluation.verification import Claim, check, verify
 
@@ -69,10 +70,19 @@ def look_level(look: int, budget: float = BUDGET) -> float:
     return budget * 2.0**-look
 
 
-def needed(schema: Schema, target: float = TARGET, level: float = LEVEL) -> int:
-    """How many of a field's values must be kept and right to certify `target`, all the schema's fields
-    together at `level` (80 for the six fields of expense at 95% and 90%; 45 for a single claim)."""
-    return values_needed(target, field_level(level, len(schema_fields(schema.checked_body))))
+def needed(schema: Schema, target: float = TARGET, level: float = LEVEL, pooled: Sequence[str] = ()) -> int:
+    """How many values a test must keep, all right, to certify `target` when the claim's tests share
+    `level` (80 per field for the six fields of expense at 95% and 90%; 45 for a single test). The level
+    is split over the claim's tests, as certify splits it (tasks.confidence.certify.shares): one per field,
+    and one for the fields `pooled` together, whose count is of their kept values together."""
+    fields = schema_fields(schema.checked_body)
+    tests = len([name for name in fields if name not in pooled]) + bool(pooled)
+    return values_needed(target, field_level(level, tests))
+
+
+def applied_pool(applied: dict[str, Any]) -> tuple[str, ...]:
+    """The fields a run's calibration pooled into one claim (none: every field its own claim)."""
+    return tuple(next(iter((applied.get("pools") or {}).values()), ()))
 
 
 def _under(entry: dict[str, Any], name: str) -> bool:
@@ -172,11 +182,11 @@ class AuditReport:
 
     def broken(self, applied: dict[str, Any]) -> list[str]:
         """One sentence per broken field: what the audit found, and what to do."""
-        said, targets = applied.get("calibration"), applied.get("targets") or {}
+        said = applied.get("calibration")
         which = f"calibration {said}" if said else "the run's calibration"
-        return [
+        return [  # the claim's own target: a pooled claim's name is no field's
             f"{c.name} is broken: {c.correct} of {c.kept} values kept as certified are right (at most "
-            f"{c.upper:.1%}), below the {targets.get(c.name, TARGET):.0%} {which} states. Do not rely on "
+            f"{c.upper:.1%}), below the {c.target:.0%} {which} states. Do not rely on "
             f"{c.name} for records like these; `formwork audit calibrate FILE...` on {self.to_calibrate} or "
             "more audited records measures a threshold on them."
             for c in self.claims
@@ -185,22 +195,21 @@ class AuditReport:
 
 
 def _read_counts(schema: Schema, rows: Sequence[Audited]) -> tuple[dict[str, tuple[int, int]], NoneCounts]:
-    """Per field, how many values the run read were right (certified or not), and the null counts."""
-    read: dict[str, list[int]] = {name: [0, 0] for name in schema_fields(schema.checked_body)}
+    """Per field, how many values the run read were right (certified or not), a list field's counted by
+    record, right only if every item is (`tally`, as calibration counts it); and the null counts."""
+    seen: list[tuple[str, str, bool, bool]] = []
     nones = NoneCounts()
     for row in rows:
         for entry in row.gold_row.trust:
             node = node_at(schema.checked_body, parse_path(entry["path"])) or {}
             gold, got = gold_at(row.gold, entry["path"]), kept_value(entry)
-            right = compare(node, gold, got, entry["path"])
-            counted = read.setdefault(entry["field"], [0, 0])
-            counted[0] += right
-            counted[1] += 1
+            seen.append((entry["field"], row.record, True, compare(node, gold, got, entry["path"])))
             nones.said += got is None
             nones.said_right += got is None and gold is None
             nones.absent += gold is None
             nones.absent_found += gold is None and got is None
-    return {name: (right, total) for name, (right, total) in read.items()}, nones
+    read = tally(schema_fields(schema.checked_body), seen)  # every value read counts, as if certified
+    return {name: (count.right, count.values) for name, count in read.items()}, nones
 
 
 def _row_right(schema: Schema, row: Audited) -> bool:
@@ -224,6 +233,7 @@ def check_audit(
     rows_claim = check("ok rows", sum(_row_right(schema, row) for row in ok), len(ok), target, level)
     read, nones = _read_counts(schema, rows)
     verdict = verify(claims, rows_claim)["verdict"]
-    to_calibrate = needed(schema, target, 1.0 - look_level(look))
-    return AuditReport(len(rows), claims, rows_claim, verdict, read, nones, needed(schema, target, level),
-                       to_calibrate)  # fmt: skip
+    pool = applied_pool(applied)  # what the run's calibration claimed: what a calibrate would test again
+    to_calibrate = needed(schema, target, 1.0 - look_level(look), pool)
+    confirming = needed(schema, target, level, pool)
+    return AuditReport(len(rows), claims, rows_claim, verdict, read, nones, confirming, to_calibrate)
