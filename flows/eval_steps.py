@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from formwork.db.calibrations import export_calibration, store_calibration
-from formwork.db.models import ModelCall, Record, Run, RunResult
+from formwork.db.models import ModelCall, Run
+from formwork.db.queries import result_rows
+from formwork.flows.delivered import every_value, top_fields
+from formwork.schemas.paths import parse_path, path_text, values_with_nodes
 from formwork.schemas.registry import Schema
 from formwork.tasks.confidence.certify import LEVEL, TARGET
 from formwork.tasks.evaluation.calibration import GoldRow, calibrate, field_targets, pooled_fields
@@ -26,7 +30,7 @@ from formwork.tasks.evaluation.certified import FieldCount, field_claims, field_
 from formwork.tasks.evaluation.gold import GoldRecord
 from formwork.tasks.evaluation.key import CalibrationKey
 from formwork.tasks.evaluation.replay import reading_alone
-from formwork.tasks.evaluation.scoring import score_record, summarise
+from formwork.tasks.evaluation.scoring import RecordScore, score_record, summarise
 from formwork.tasks.evaluation.verification import check
 from formwork.tasks.evaluation.verification import verify as verify_claims
 
@@ -58,22 +62,54 @@ def score_run(session: Session, schema: Schema, run_id: int, golds: list[GoldRec
               reading: str | None = None) -> tuple[dict[str, Any], list[GoldRow]]:  # fmt: skip
     """The run's report (outcomes, per-field accuracy, what it certified per field) and its rows as
     calibration and verification read them; with `reading`, the rows hold that reading alone
-    (tasks.evaluation.replay.reading_alone), while outcomes and accuracy stay the run's own rows."""
-    rows = {
-        key: (status, data, nulled, trust)
-        for key, status, data, nulled, trust in session.execute(
-            select(Record.key, RunResult.status, RunResult.data, RunResult.nulled, RunResult.trust)
-            .join(RunResult, RunResult.record_id == Record.id)
-            .where(Record.source == source, RunResult.run_id == run_id)
-        )
-    }  # fmt: skip
-    missing = ("failed", None, [], None)  # a record the run did not store counts as no JSON
-    scores = [score_record(schema, g.id, g.gold, *rows.get(g.id, missing)[:3]) for g in golds]
-    report = summarise(schema, scores, [g.gold for g in golds]).as_dict()
-    gold_rows = [GoldRow(g.id, rows.get(g.id, missing)[3] or [], g.gold) for g in golds]
+    (tasks.evaluation.replay.reading_alone), while outcomes and accuracy stay the run's own rows.
+
+    Accuracy is given twice per field: `field_accuracy` (and `stated_accuracy`) of the values the row
+    kept (its `data`: certified ones, or what the judge kept with calibration off), and `read_accuracy`
+    (and `read_stated_accuracy`) of the values the user is handed (flows.delivered.every_value: every
+    state but `refused`, which counts as null). The outcomes are scored on the delivered values too:
+    tasks.decide nulls a value dropped as unsure and lists it in `nulled`, so on the kept values alone
+    a row whose only gap is unsure values was a "schema mismatch", though the model's JSON validated and
+    the user gets those values. A nulled path counts as a mismatch only where the delivered row still
+    has no value (the judge refused it); a failed or missing row keeps its own outcome (no JSON, or
+    its data broke the schema) and delivers nulls."""
+    rows = {row["record"]: row for row in result_rows(session, run_id) if row["source"] == source}
+    kept = [score_record(schema, g.id, g.gold, *_kept(rows.get(g.id))) for g in golds]
+    read = [delivered_score(schema, g, rows.get(g.id), score) for g, score in zip(golds, kept, strict=True)]
+    report = summarise(schema, kept, [g.gold for g in golds]).as_dict()
+    given = summarise(schema, read, [g.gold for g in golds])
+    report |= {"outcomes": given.outcomes, "kept_outcomes": report["outcomes"],
+               "read_accuracy": given.field_accuracy,
+               "read_stated_accuracy": given.stated_accuracy}  # fmt: skip
+    gold_rows = [GoldRow(g.id, (rows.get(g.id) or {}).get("trust") or [], g.gold) for g in golds]
     if reading is not None:
         gold_rows = [reading_alone(row, {reading}) for row in gold_rows]
     return report | certified_report(field_counts(schema, gold_rows)), gold_rows
+
+
+def _kept(row: dict[str, Any] | None) -> tuple[str, dict[str, Any] | None, list[str]]:
+    """A stored row's status, kept data and nulled paths as scoring reads them; a record the run did not
+    store counts as no JSON. A failed row's data is scored as stored (results hides it: `unchecked`)."""
+    if row is None:
+        return "failed", None, []
+    return row["status"], row["data"] if row["data"] is not None else row["unchecked"], row["nulled"] or []
+
+
+def delivered_score(schema: Schema, gold: GoldRecord, row: dict[str, Any] | None, kept: RecordScore
+                    ) -> RecordScore:  # fmt: skip
+    """One record scored on what its user is handed (`row` as db.queries.result_rows gives it; None where
+    the run stored none): every value with its state but `refused`, which is null. `kept` is its score on
+    the kept values, whose outcome a failed or missing row keeps (see score_run)."""
+    fields = top_fields(schema.body)
+    found = every_value(fields, row) if row is not None else {}
+    values = {f: None if f not in found or found[f].state == "refused" else found[f].value for f in fields}
+    if row is None or row["status"] == "failed":
+        return replace(kept, fields=score_record(schema, gold.id, gold.gold, kept.status, values).fields,
+                       got=values)  # fmt: skip
+    present = {path_text(path) for path, _, value in values_with_nodes(schema.checked_body, values)
+               if value is not None}  # fmt: skip
+    refused = [path for path in row["nulled"] or [] if path_text(parse_path(path)) not in present]
+    return score_record(schema, gold.id, gold.gold, row["status"], values, refused)
 
 
 def certified_report(counts: dict[str, FieldCount]) -> dict[str, Any]:

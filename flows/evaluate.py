@@ -63,6 +63,7 @@ def _publish(reports: dict[str, dict[str, Any]], title: str) -> None:
         {"mode": mode, **{o: r["outcomes"][o] for o in OUTCOMES}, "share_ok": round(r["share_ok"], 3),
          "precision_ok": None if r["precision_ok"] is None else round(r["precision_ok"], 3),
          **{f"acc_{k}": round(v, 3) for k, v in r["field_accuracy"].items()},
+         **{f"read_{k}": round(v, 3) for k, v in r.get("read_accuracy", {}).items()},
          "tokens_per_record": round(r["prompt_tokens_per_record"] + r["completion_tokens_per_record"], 1),
          "seconds_per_record": round(r["wall_seconds_per_record"], 2)}
         for mode, r in reports.items()

@@ -36,7 +36,7 @@ def _claim(claim: dict[str, Any]) -> str:
 def print_reports(reports: dict[str, dict[str, Any]]) -> None:
     """The tables: outcomes and costs per mode, per-field accuracy per mode, enum confusion."""
     modes = list(reports)
-    summary = Table(title="outcomes per mode")
+    summary = Table(title="outcomes per mode (on the values delivered: unsure ones are no mismatch)")
     summary.add_column("")
     for mode in modes:
         summary.add_column(mode, justify="right")
@@ -58,12 +58,15 @@ def print_reports(reports: dict[str, dict[str, Any]]) -> None:
     for label, cell in rows:
         summary.add_row(label, *(cell(reports[m]) for m in modes))
     out.print(summary)
-    fields = Table(title="per-field accuracy")
+    # read: every value the user is handed (unsure ones too, refused ones null); kept: the row's data
+    fields = Table(title="per-field accuracy (read: every value delivered; kept: certified or kept)")
     fields.add_column("field")
     for mode in modes:
-        fields.add_column(mode, justify="right")
+        fields.add_column(f"{mode} read", justify="right")
+        fields.add_column(f"{mode} kept", justify="right")
     for key in dict.fromkeys(k for r in reports.values() for k in r["field_accuracy"]):
-        fields.add_row(key, *(_percent(reports[m]["field_accuracy"].get(key)) for m in modes))
+        fields.add_row(key, *(_percent(reports[m].get(which, {}).get(key)) for m in modes
+                              for which in ("read_accuracy", "field_accuracy")))  # fmt: skip
     out.print(fields)
     for mode, report in reports.items():
         for key, confusion in report["confusion"].items():

@@ -2,8 +2,10 @@
 
 Every record falls into exactly one outcome, in this order:
 - `no_json`: nothing parseable came back (or the engine failed), so there is no object to score;
-- `schema_mismatch`: JSON came back but failed validation (the stored row has nulled fields, or its
-  data breaks the schema); it may still be stored as `partial`, but it is not what was asked;
+- `schema_mismatch`: JSON came back but failed validation (the caller names nulled fields, or its
+  data breaks the schema); it may still be stored as `partial`, but it is not what was asked. A value
+  dropped as unsure is nulled in a stored row too: flows.eval_steps scores the outcome on the values
+  delivered, naming only the paths a refusal left empty, so unsure values are no mismatch;
 - `content_wrong`: valid, but at least one scored field differs from the gold;
 - `all_correct`: valid, and every field the gold names matches.
 
