@@ -96,7 +96,7 @@ def test_a_record_another_run_just_finished_is_never_left_claimed(local_engine, 
     with sessions() as session:
         ids = store_records(session, "t", [InputRecord("a", ""), InputRecord("b", "")])
         fast = start_run(session, schema, flow="test", source="t", engine="e", reasoning_model="m",
-                         formatting_model="m")  # fmt: skip
+                         formatting_model="m", setup="smollm2-135m@two-pass")  # fmt: skip  # late's reader
         assert claim_records(session, fast, schema, ids[:1], timedelta(minutes=1)) == ids[:1]
         done = Outcome(ids[0], Verdict("ok", {"speaker": None, "emotion": "happy", "reply": "x"}), 1)
         save_outcomes(session, fast, schema, [done], QueuePolicy())  # its result, its claim released
