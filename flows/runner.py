@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -220,6 +219,7 @@ def stopped_by_sigterm(context: RunContext) -> Iterator[None]:
 
 T = TypeVar("T")
 CHUNKS_AHEAD = 2  # at least this many chunks wait in the shared pool while the oldest one drains
+WAIT_POLL_S = 2.0  # how often `--wait` looks again whether the records it waits for are free
 
 
 def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -328,6 +328,16 @@ def _when_free(context: RunContext, held: list[list[int]]) -> list[list[int]]:
         logger.warning("run %s: waiting %.0f s, until %s UTC, for %d records that run %s holds",
                        context.run_id, pause, f"{found.until:%H:%M:%S}", found.records,
                        ", ".join(map(str, found.runs)))  # fmt: skip
-        time.sleep(pause)
+        # Looked at again every few seconds, not slept through: a holder that finishes or is closed
+        # lets go of its claims long before their lease ends, and SIGTERM ends the wait at once.
+        while pause > 0 and not context.stopping.wait(min(pause, WAIT_POLL_S)):
+            found = context.database.call(look, "see who holds the records left")
+            if found.records == 0:
+                return []
+            if found.until is None:
+                break
+            pause = (found.until - utcnow()).total_seconds() + 0.5
+        if context.stopping.is_set():
+            return held
     again = [process_chunk.submit(context, ids) for ids in held]
     return [ids for ids in (future.result().held for future in again) if ids]

@@ -156,6 +156,60 @@ def test_a_rerun_inside_another_runs_lease_says_what_is_held_and_wait_processes_
 
 
 @pytest.mark.slow
+def test_wait_goes_on_as_soon_as_the_holder_lets_go_not_when_its_lease_ends(
+    prefect_harness, local_engine, monkeypatch, tmp_path
+) -> None:
+    """`--wait` slept until the holder's lease ended even when the holder closed long before (a
+    finished run drops its claims): with a 10-minute lease the rerun waited 10 minutes. It now looks
+    again every few seconds and goes on once the claims are gone, well inside the lease."""
+    import logging
+    import threading
+    from datetime import timedelta
+
+    from formwork.db.claims import claim_records, release_run
+    from formwork.db.models import utcnow
+    from formwork.db.session import session_factory
+    from formwork.db.store import finish_run, start_run, store_records
+    from formwork.flows.batch_extract import source_label
+    from formwork.schemas.registry import load_schema
+    from formwork.tasks.sources import InputRecord
+
+    lease = timedelta(seconds=600)
+    for name, value in {"REASONING_MAX_TOKENS": "16", "MAX_ATTEMPTS": "1", "RUN_LEASE_S": "600"}.items():
+        monkeypatch.setenv(f"FORMWORK_{name}", value)
+    source = tmp_path / "in.jsonl"
+    source.write_text(json.dumps({"id": "a", "text": "Anna: we won!"}) + "\n")
+    db, schema, label = f"sqlite:///{tmp_path}/held.db", load_schema("chat_tag"), source_label(str(source))
+    sessions = session_factory(db)
+    with sessions() as session:
+        ids = store_records(session, label, [InputRecord("a", "Anna: we won!")])
+        run = {"flow": "batch_extract", "source": label, "engine": "local", "reasoning_model": "m"}
+        holder = start_run(session, schema, **run, formatting_model="m", setup="smollm2-135m@two-pass")
+        assert claim_records(session, holder, schema, ids, lease) == ids
+        claimed = utcnow()
+
+    def close_holder() -> None:
+        with sessions() as session:
+            release_run(session, holder)
+            finish_run(session, holder, "crashed")
+            session.commit()
+
+    class ClosesTheHolderOnceWaitedFor(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "waiting" in record.getMessage():
+                threading.Timer(1.0, close_holder).start()
+
+    watcher = logging.getLogger("formwork.flows.runner")
+    monkeypatch.setattr(
+        watcher, "handlers", [*watcher.handlers, ClosesTheHolderOnceWaitedFor(logging.WARNING)]
+    )
+    waited = runner.invoke(app, ["run", str(source), "--schema", "chat_tag", "--db", db, "--wait"])
+    assert waited.exit_code == expected_exit(waited.output), waited.output
+    assert utcnow() < claimed + lease / 2  # went on when the claims went, not when the lease ran out
+    assert "1 records" in waited.output or "1 record" in waited.output
+
+
+@pytest.mark.slow
 def test_a_run_whose_every_record_failed_exits_4_and_says_so(prefect_harness, local_engine, tmp_path) -> None:
     """Issue 54 point 27: a run with nothing to use is never reported as a success (exit 0)."""
     source = tmp_path / "in.jsonl"
