@@ -95,13 +95,14 @@ def current_result(session: Session, record_id: int, schema_name: str, version: 
 
 
 def mark_ok(session: Session, result: Result) -> None:
-    """A row a person settled: `ok`, nothing left to retry, and no queue entry left to read it again
-    (a retry or an escalation would read over what the person settled); one a worker holds is left to it."""
+    """A row a person settled: `ok`, nothing left to retry, and no queue entry of its reader left to read it
+    again (a retry or an escalation would read over what the person settled); one a worker holds is left
+    to it, and another reader's entry waits for that reader's row."""
     result.status = "ok"
     result.retryable = False
     session.execute(
         delete(RetryEntry).where(RetryEntry.record_id == result.record_id,
                                  RetryEntry.schema_name == result.schema_name,
                                  RetryEntry.schema_version == result.schema_version,
-                                 RetryEntry.state != "claimed")
+                                 RetryEntry.setup == result.setup, RetryEntry.state != "claimed")
     )  # fmt: skip

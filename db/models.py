@@ -154,12 +154,15 @@ class Result(Answer, Base):
 
 class RetryEntry(Base):
     __tablename__ = "retry_queue"
-    __table_args__ = (UniqueConstraint("record_id", "schema_name", "schema_version"),)
+    # one entry per reader (NAME@MODE: runs.setup) as results are kept per reader (0018): another reader's
+    # success on the record leaves this one's entry, and `formwork retry` reads it with this reader
+    __table_args__ = (UniqueConstraint("record_id", "schema_name", "schema_version", "setup"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     record_id: Mapped[int] = mapped_column(ForeignKey("records.id"))
     schema_name: Mapped[str] = mapped_column(String(100))
     schema_version: Mapped[int] = mapped_column(Integer)
+    setup: Mapped[str] = mapped_column(String(300), default="", server_default="")  # "": from before 0018
     schema_source: Mapped[str] = mapped_column(String(500))  # where it came from (for people)
     schema_hash: Mapped[str] = mapped_column(String(64), default="")
     schema_body: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))  # what to run

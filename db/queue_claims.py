@@ -42,6 +42,7 @@ class Claim:
     schema_body: dict[str, Any] | None = None
     kind: str = "retry"  # retry: the same reader again; escalation: the stronger one, `escalate_to`
     escalate_to: str | None = None
+    setup: str = ""  # the reader (NAME@MODE) whose run queued it, who reads a retry again; "": unnamed
 
 
 def claim_due(
@@ -83,14 +84,14 @@ def claim_due(
         .returning(
             RetryEntry.id, RetryEntry.record_id, RetryEntry.schema_name, RetryEntry.schema_version,
             RetryEntry.schema_source, RetryEntry.attempts, RetryEntry.schema_body, RetryEntry.kind,
-            RetryEntry.escalate_to, RetryEntry.next_attempt_at,
+            RetryEntry.escalate_to, RetryEntry.setup, RetryEntry.next_attempt_at,
         )
         .execution_options(synchronize_session="fetch")
     )  # fmt: skip
     rows = session.execute(statement).all()
     session.commit()
     rows.sort(key=lambda row: (as_utc(row.next_attempt_at), row.id))  # RETURNING has no order of its own
-    return [Claim(*row[:9]) for row in rows]
+    return [Claim(*row[:10]) for row in rows]
 
 
 def unclaim(session: Session, worker: str, record_ids: list[int], schema_name: str, version: int) -> None:

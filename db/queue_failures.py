@@ -4,6 +4,8 @@
   rolled back) together; the claiming side (db.queue_claims) commits at once, so it is a job apart.
 - An escalation stays one until it is settled: a stronger reader that errs or fails the row counts a try
   and backs off, and the entry still names that reader (a plain retry would pay the first one again).
+- An entry belongs to one reader (`setup`, NAME@MODE: runs.setup), as results do (db.store): only that
+  reader's success settles it, and another reader's failure on the record is an entry of its own.
 - Times are timezone-aware UTC; `now` is the queue's clock (injectable for tests), `updated_at` is
   always the wall clock. SQLite stores DateTime(timezone=True) without an offset and reads it
   back naive, so every time is converted to UTC (`as_utc`, used by every queue module) before it is
@@ -13,7 +15,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import case, delete
@@ -54,9 +56,11 @@ def record_failure(
     now: datetime | None = None,
     kind: str = "retry",
     escalate_to: str | None = None,
+    setup: str = "",
 ) -> RetryEntry:
-    """Count one more failed try of (record, schema version); dead-letter it at `max_attempts`. `kind`
-    escalation: the row waits for the stronger reader `escalate_to`, not for the same one again.
+    """Count one more failed try of (record, schema version) by the reader `setup` (NAME@MODE, the row's);
+    dead-letter it at `max_attempts`. `kind` escalation: the row waits for the stronger reader
+    `escalate_to`, not for the same one again.
 
     One upsert increments the counter in SQL, so two failures recorded at once cannot both read the
     old count; the new count then decides the state and the backoff. Flushed, not committed: it belongs
@@ -64,7 +68,7 @@ def record_failure(
     """
     now = as_utc(now)
     statement = upsert_insert(session, RetryEntry).values(
-        record_id=record_id, schema_name=schema.name, schema_version=schema.version,
+        record_id=record_id, schema_name=schema.name, schema_version=schema.version, setup=setup,
         schema_source=schema.source, schema_hash=schema.digest, schema_body=schema.body or None,
         attempts=1, last_error=error, next_attempt_at=now, state="waiting",
         claimed_by=None, claimed_at=None, updated_at=utcnow(), kind=kind, escalate_to=escalate_to,
@@ -73,7 +77,7 @@ def record_failure(
     # the stronger reader erred or failed the row: still an escalation to it, never a retry of the first
     still_escalation = (column.kind == "escalation") & (statement.excluded.kind == "retry")
     statement = statement.on_conflict_do_update(
-        index_elements=["record_id", "schema_name", "schema_version"],
+        index_elements=["record_id", "schema_name", "schema_version", "setup"],
         set_={
             "attempts": column.attempts + 1, "last_error": statement.excluded.last_error,
             "schema_source": statement.excluded.schema_source, "schema_hash": statement.excluded.schema_hash,
@@ -95,15 +99,21 @@ def record_failure(
     return entry
 
 
-def record_success(session: Session, record_ids: Collection[int], schema: Schema) -> None:
-    """Forget the entries of records that now have a result: one DELETE for a stored group, not one a
-    record. Not committed: part of the chunk's transaction."""
-    if not record_ids:
-        return
-    session.execute(
-        delete(RetryEntry).where(
-            RetryEntry.record_id.in_(record_ids),
-            RetryEntry.schema_name == schema.name,
-            RetryEntry.schema_version == schema.version,
+def record_success(session: Session, record_ids: Collection[int], schema: Schema,
+                   setups: Mapping[int, str] | None = None) -> None:  # fmt: skip
+    """Forget the entries of records that now have a result, each only the entry of the reader whose row
+    it is (`setups`: record -> NAME@MODE; None: the unnamed reader "", record_failure's default): another
+    reader's entry still waits for that reader. One DELETE a reader for a stored group, not one a record.
+    Not committed: part of the chunk's transaction."""
+    by_setup: dict[str, list[int]] = {}
+    for record_id in record_ids:
+        by_setup.setdefault((setups or {}).get(record_id, ""), []).append(record_id)
+    for setup, records in by_setup.items():
+        session.execute(
+            delete(RetryEntry).where(
+                RetryEntry.record_id.in_(records),
+                RetryEntry.schema_name == schema.name,
+                RetryEntry.schema_version == schema.version,
+                RetryEntry.setup == setup,
+            )
         )
-    )

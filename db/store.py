@@ -308,7 +308,7 @@ def save_outcomes(
             [rows[o.record_id] for o in mine],
         )
     succeeded = []
-    waiting = _waiting(session, schema, [o.record_id for o in mine if o.verdict.status != "ok"])
+    waiting = _waiting(session, schema, [o.record_id for o in mine if o.verdict.status != "ok"], setups)
     for outcome in mine:
         kept_ok = stored.get(outcome.record_id) == "ok" and outcome.verdict.status == "failed"
         tries, was, reader = waiting.get(outcome.record_id, (0, None, None))
@@ -319,27 +319,31 @@ def save_outcomes(
         if kind and not kept_ok:
             error = clean_message("; ".join(outcome.verdict.errors) or outcome.verdict.status)
             if kind == "escalation" and was not in (None, "escalation"):  # a new reader: its tries anew
-                record_success(session, [outcome.record_id], schema)
+                record_success(session, [outcome.record_id], schema, setups)
             # a retry names the stronger reader too: where its tries are spent, it goes there
             stronger = policy.escalate_to if kind == "escalation" or not policy.escalating else None
             record_failure(session, outcome.record_id, schema, error, max_attempts=queue.max_attempts,
-                           kind=kind, escalate_to=stronger)  # fmt: skip
+                           kind=kind, escalate_to=stronger, setup=setups[outcome.record_id])  # fmt: skip
         else:
             succeeded.append(outcome.record_id)
-    record_success(session, succeeded, schema)
+    record_success(session, succeeded, schema, setups)
     session.commit()
 
 
 def _waiting(
-    session: Session, schema: Schema, record_ids: list[int]
+    session: Session, schema: Schema, record_ids: list[int], setups: dict[int, str]
 ) -> dict[int, tuple[int, str, str | None]]:
-    """The queue entry each record has under `schema`: (its attempts, its kind, its stronger reader)."""
+    """The queue entry each record has under `schema` for the reader of its row (`setups`): (its
+    attempts, its kind, its stronger reader)."""
     if not record_ids:
         return {}
     found = session.execute(
-        select(RetryEntry.record_id, RetryEntry.attempts, RetryEntry.kind, RetryEntry.escalate_to).where(
+        select(RetryEntry.record_id, RetryEntry.setup, RetryEntry.attempts, RetryEntry.kind,
+               RetryEntry.escalate_to).where(
             RetryEntry.record_id.in_(record_ids), RetryEntry.schema_name == schema.name,
             RetryEntry.schema_version == schema.version,
+            RetryEntry.setup.in_({setups[record] for record in record_ids}),
         )
     ).all()  # fmt: skip
-    return {record: (attempts, kind, reader) for record, attempts, kind, reader in found}
+    return {record: (attempts, kind, reader) for record, setup, attempts, kind, reader in found
+            if setups[record] == setup}  # fmt: skip

@@ -17,6 +17,11 @@ certified (tasks.escalation.combine). Its own calibration was measured on all re
 escalated ones (the hard ones, where its precision is lower), so none of its values is certified here:
 each is delivered `unsure`, saying so. The entry names that reader whole
 (flows.run_policy.stored_reader), never with its server's password.
+
+A retry is read by the reader whose run queued it (its entry's `setup`, NAME@MODE, as results are kept
+per reader): a catalogue model by its name, a server or GGUF file as this worker's settings name it, in
+the entry's mode. Where the worker's settings do not open that reader, its claims are given back, never
+read by another reader (whose row the result would then be, leaving the entry unsettled).
 """
 
 from __future__ import annotations
@@ -36,9 +41,17 @@ from formwork.db.queries import RunSummary
 from formwork.db.queue import Claim, claim_due, give_back, record_failure, release_stale, settle_changed_texts
 from formwork.db.session import session_factory
 from formwork.flows.run_policy import reader_settings, with_stored_reader
-from formwork.flows.runner import checked_engines, chunked, new_context, replay_journals, run_chunks
+from formwork.flows.runner import (
+    checked_engines,
+    chunked,
+    new_context,
+    reader_setup,
+    replay_journals,
+    run_chunks,
+)
 from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
+from formwork.tasks.engines.models import CATALOGUE
 from formwork.tasks.redact import redact
 from formwork.tasks.settings import Settings
 
@@ -52,6 +65,9 @@ def secret_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
     setting, the database URL (the worker's own), and any value holding a password."""
     secret = Settings.secret_fields() | {"db_url"}
     return {k: v for k, v in overrides.items() if k in secret or redact(str(v)) != str(v)}
+
+
+Reader = tuple[str | None, str | None]  # (an escalation's stronger reader, or None; a retry's setup, or None)
 
 
 class ReaderUnavailable(RuntimeError):
@@ -94,26 +110,28 @@ def reprocess_failed(
     logger.info("claimed %d entries (%d stale claims and %d of dead workers put back, %d runs found "
                 "crashed); %d settled stale: their text changed", len(claims), released, gone, crashed,
                 len(stale))  # fmt: skip
-    groups: dict[tuple[str, int, str, str | None], list[Claim]] = defaultdict(list)
+    groups: dict[tuple[str, int, str, Reader], list[Claim]] = defaultdict(list)
     for claim in claims:
         if claim.entry_id in stale:
             continue
         stronger = (escalate_to or claim.escalate_to) if claim.kind == "escalation" else None
+        reader = (stronger, claim.setup if stronger is None else None)  # a retry: the reader that queued it
         groups[(claim.schema_name, claim.schema_version, json.dumps(claim.schema_body, sort_keys=True),
-                stronger)].append(claim)  # fmt: skip
+                reader)].append(claim)  # fmt: skip
     summaries: list[RunSummary] = []
     pending = list(groups.items())
     with ExitStack() as stack:
-        opened: dict[str | None, tuple[Settings, Any]] = {}
+        opened: dict[Reader, tuple[Settings, Any]] = {}
         while pending:
-            (*_, stronger), group = pending.pop(0)
+            (*_, reader), group = pending.pop(0)
+            stronger = reader[0]
             schema = _schema_of(sessions, group, settings.queue_max_attempts)
             if schema is None:
                 continue
-            if stronger not in opened:
+            if reader not in opened:
                 waiting = [group, *(later for _, later in pending)]
-                opened[stronger] = _open(stack, sessions, worker, settings, stronger, waiting)
-            reading, engines = opened[stronger]
+                opened[reader] = _open(stack, sessions, worker, settings, reader, waiting)
+            reading, engines = opened[reader]
             context = new_context(
                 sessions, reading, schema, engines, flow="reprocess_failed", source=schema.source,
                 worker=worker, escalating=stronger is not None,
@@ -147,17 +165,40 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _open(stack: ExitStack, sessions: Any, worker: str, settings: Settings, stronger: str | None,
+def retry_settings(settings: Settings, setup: str) -> Settings:
+    """The settings that read again a retry the reader `setup` (NAME@MODE, its entry's) queued: a catalogue
+    model by its name in its mode; another model (a server's, a GGUF file) as this worker's settings name
+    it, in the entry's mode; an entry with no reader ("", from before readers were kept) the worker's."""
+    if not setup:
+        return with_stored_reader(settings)
+    name, _, mode = setup.rpartition("@")
+    chosen: dict[str, Any] = {"mode": mode}
+    if name in CATALOGUE:
+        chosen |= {"engine": "local", "local_model": name, "local_model_path": None}
+    return with_stored_reader(settings.model_copy(update=chosen))
+
+
+def _open(stack: ExitStack, sessions: Any, worker: str, settings: Settings, reader: Reader,
           waiting: list[list[Claim]]) -> tuple[Settings, Any]:  # fmt: skip
-    """The settings and opened engines of the reader `stronger` (None: the retries' own); where it cannot
-    be opened, give back the claims not yet read (`waiting`) and raise ReaderUnavailable, one line."""
-    reading = with_stored_reader(settings) if stronger is None else reader_settings(settings, stronger)
+    """The settings and opened engines of `reader`: an escalation's stronger reader, or (None, setup) the
+    reader that queued retries; where it cannot be opened, or opens as another reader than the retries
+    wait for, give back the claims not yet read (`waiting`) and raise ReaderUnavailable, one line."""
+    stronger, setup = reader
+    reading = (
+        retry_settings(settings, setup or "") if stronger is None else reader_settings(settings, stronger)
+    )
     try:
-        return reading, stack.enter_context(checked_engines(reading))
+        engines = stack.enter_context(checked_engines(reading))
+        opened_as = reader_setup(reading, engines[1])
+        if setup and opened_as != setup:
+            raise RuntimeError(
+                f"this worker's settings read as {opened_as}: name that reader's server or file"
+            )
+        return reading, engines
     except Exception as exc:  # whatever stops it opening, the claims must not outlive this worker
         with sessions() as session:
             count = give_back(session, worker, [c.entry_id for group in waiting for c in group])
-        who = f"the stronger reader {stronger}" if stronger else "the retries' reader"
+        who = f"the stronger reader {stronger}" if stronger else f"the retries' reader {setup}".rstrip()
         raise ReaderUnavailable(
             redact(f"{who} cannot be opened ({exc}); {count} claimed queue entries are waiting again: start "
                    "it, or read them with another (`formwork retry --escalate-to ...`)")
@@ -187,5 +228,6 @@ def _fail_claims(sessions: Any, claims: list[Claim], error: str, max_attempts: i
         for claim in claims:
             body = claim.schema_body or {}
             stand_in = Schema(claim.schema_name, claim.schema_version, body, claim.schema_source)
-            record_failure(session, claim.record_id, stand_in, error, max_attempts=max_attempts)
+            record_failure(session, claim.record_id, stand_in, error, max_attempts=max_attempts,
+                           setup=claim.setup)  # fmt: skip
         session.commit()

@@ -64,8 +64,8 @@ EXPECTED_COLUMNS = {
     },
     "retry_queue": {
         "id": "int", "record_id": "int", "schema_name": "str(100)", "schema_version": "int",
-        "schema_source": "str(500)", "schema_hash": "str(64)", "schema_body": "json?", "attempts": "int",
-        "last_error": "text",
+        "setup": "str(300)", "schema_source": "str(500)", "schema_hash": "str(64)", "schema_body": "json?",
+        "attempts": "int", "last_error": "text",
         "next_attempt_at": "timestamptz", "state": "str(12)", "claimed_by": "str(100)?",
         "claimed_at": "timestamptz?", "updated_at": "timestamptz", "kind": "str(12)",
         "escalate_to": "str(300)?",
@@ -105,7 +105,7 @@ EXPECTED_UNIQUE = {
     "records": {("source", "key", "text_hash")},
     "results": {("record_id", "schema_name", "schema_version", "setup")},  # one row per reader (0017)
     "record_claims": {("record_id", "schema_name", "schema_version")},
-    "retry_queue": {("record_id", "schema_name", "schema_version")},
+    "retry_queue": {("record_id", "schema_name", "schema_version", "setup")},  # one entry per reader (0018)
     "watermarks": {("source", "selection", "schema_name", "schema_version")},
     "audit_looks": {("key_hash", "look")},  # two calibrates at once cannot both take one look
 }
