@@ -199,9 +199,10 @@ def _open(stack: ExitStack, sessions: Any, worker: str, settings: Settings, read
         with sessions() as session:
             count = give_back(session, worker, [c.entry_id for group in waiting for c in group])
         who = f"the stronger reader {stronger}" if stronger else f"the retries' reader {setup}".rstrip()
+        fix = ("start it, or read them with another (`formwork retry --escalate-to ...`)" if stronger
+               else "start it, or run `formwork retry` with its settings (`--set`)")  # fmt: skip
         raise ReaderUnavailable(
-            redact(f"{who} cannot be opened ({exc}); {count} claimed queue entries are waiting again: start "
-                   "it, or read them with another (`formwork retry --escalate-to ...`)")
+            redact(f"{who} cannot be opened ({exc}); {count} claimed queue entries are waiting again: {fix}")
         ) from exc  # fmt: skip
 
 

@@ -7,17 +7,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.script import ScriptDirectory
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from formwork.db.decisions import mark_ok
-from formwork.db.models import Result, RetryEntry, utcnow
-from formwork.db.queue import claim_due
+from formwork.db.models import Result, RetryEntry, Run, utcnow
+from formwork.db.queue import claim_due, record_failure
 from formwork.db.session import alembic_config, session_factory
 from formwork.db.store import QueuePolicy, save_outcomes, start_run, store_records
-from formwork.flows.reprocess_failed import retry_settings
+from formwork.flows.batch_extract import batch_extract
+from formwork.flows.reprocess_failed import ReaderUnavailable, reprocess_failed, retry_settings
 from formwork.schemas.registry import load_schema
 from formwork.tasks.calls import CallLog, Outcome
 from formwork.tasks.settings import Settings
@@ -135,3 +137,38 @@ def test_a_person_settling_one_readers_row_keeps_the_other_readers_entry(db_url:
         mark_ok(session, settled)
         session.commit()
         assert [e[:2] for e in _entries(session)] == [(ids[0], TWO_PASS)]
+
+
+def test_formwork_retry_reads_an_entry_with_its_own_reader_not_the_workers(
+    prefect_harness, local_engine, monkeypatch, write_jsonl, db_url: str
+) -> None:
+    """The bundled 135M in one-pass fails a record (formatting budget of 3 tokens); a worker set to
+    two-pass retries it: the retry run reads as one-pass, the entry's reader. An entry of a reader this
+    worker cannot open (another server's model) is given back, waiting, never read by the worker's."""
+    monkeypatch.setenv("FORMWORK_MODE", "one-pass")
+    monkeypatch.setenv("FORMWORK_MAX_ATTEMPTS", "1")
+    monkeypatch.setenv("FORMWORK_FORMAT_MAX_TOKENS", "3")
+    summary = batch_extract(str(write_jsonl([{"id": "a", "text": "Anna: we won the finals!!!"}])), "chat_tag",
+                            db_url=db_url)  # fmt: skip
+    assert summary.statuses == {"failed": 1}
+    monkeypatch.delenv("FORMWORK_FORMAT_MAX_TOKENS")
+    sessions = session_factory(db_url)
+    with sessions() as session:
+        assert [e[1:3] for e in _entries(session)] == [(ONE_PASS, "waiting")]
+        session.execute(update(RetryEntry).values(next_attempt_at=utcnow()))
+        session.commit()
+    (retried,) = reprocess_failed(db_url=db_url, overrides={"mode": "two-pass", "format_max_tokens": 1024})
+    with sessions() as session:
+        assert session.get(Run, retried.run_id).setup == ONE_PASS  # not the worker's two-pass
+        assert {setup for _, setup, _, _ in _entries(session)} <= {ONE_PASS}
+        session.execute(delete(RetryEntry))
+        record_failure(session, 1, load_schema("chat_tag"), "e", setup="served-model@one-pass")
+        session.execute(update(RetryEntry).values(next_attempt_at=utcnow()))
+        session.commit()
+    with pytest.raises(ReaderUnavailable) as refused:
+        reprocess_failed(db_url=db_url)
+    said = str(refused.value)
+    assert "\n" not in said and "reader served-model@one-pass cannot be opened" in said, said
+    assert "read as smollm2-135m@one-pass" in said and "formwork retry` with its settings" in said, said
+    with sessions() as session:
+        assert [e[1:3] for e in _entries(session)] == [("served-model@one-pass", "waiting")]
