@@ -70,6 +70,12 @@ def test_another_readers_success_keeps_this_readers_entry(db_url: str) -> None:
         session.execute(update(RetryEntry).values(next_attempt_at=utcnow()))  # due now
         session.commit()
         assert [c.setup for c in claim_due(session, "w", 10)] == [READINGS]  # who reads it again
+    from typer.testing import CliRunner
+
+    from formwork.flows.cli import app
+
+    shown = CliRunner().invoke(app, ["queue", "--db", db_url], env={"COLUMNS": "240"})
+    assert shown.exit_code == 0 and f"retry by {READINGS}" in shown.output
 
 
 def test_a_retry_is_read_with_the_reader_its_entry_was_queued_for() -> None:

@@ -121,7 +121,8 @@ def queue(
     ):
         table.add_column(column, overflow="fold")
     for e in entries:  # what a record, a model or a user's schema wrote: shown as text, never obeyed
-        waits = f"escalation: {redact(e.escalate_to or '')}" if e.kind == "escalation" else "retry"
+        retry = f"retry by {e.setup}" if e.setup else "retry"  # the reader whose run queued it reads it
+        waits = f"escalation: {redact(e.escalate_to or '')}" if e.kind == "escalation" else retry
         cells = (
             str(e.id), str(e.record_id), f"{e.schema_name}@v{e.schema_version}", e.state, waits,
             str(e.attempts), e.next_attempt_at.strftime("%Y-%m-%d %H:%M:%S"), redact(e.last_error)[:200],
