@@ -40,7 +40,8 @@ def requeue(session: Session, entry_id: int, now: datetime | None = None) -> Ret
     """An operator's "try again now": due at once, attempts from zero, any claim cleared; commit.
 
     Works on dead and claimed entries too; a worker still busy with a claimed one may then finish it
-    while another retries it, which is harmless because results are upserted per (record, schema).
+    while another retries it, which is harmless because results are upserted per (record, schema
+    version, reader).
     """
     now = as_utc(now)
     statement = (
