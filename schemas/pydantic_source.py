@@ -10,7 +10,9 @@ nullable like any other schema, so nothing here is special-cased.
 from __future__ import annotations
 
 import importlib
+import os
 import re
+import sys
 from typing import TYPE_CHECKING, Any
 
 from formwork.schemas.problems import SchemaProblem
@@ -32,7 +34,7 @@ def model_schema(spec: str) -> dict[str, Any]:
 
     module_name, _, attribute = spec.partition(":")
     try:
-        target: Any = importlib.import_module(module_name)
+        target: Any = _imported(module_name)
     except ImportError as exc:
         raise SchemaProblem(f"{spec}: cannot import module {module_name!r}: {exc}") from exc
     for part in attribute.split("."):
@@ -42,6 +44,20 @@ def model_schema(spec: str) -> dict[str, Any]:
     if not (isinstance(target, type) and issubclass(target, BaseModel)):
         raise SchemaProblem(f"{spec}: {attribute!r} is not a Pydantic model (a BaseModel subclass)")
     return class_body(target, spec)
+
+
+def _imported(module_name: str) -> Any:
+    """The module, from the installed packages or else from the working directory: the `formwork`
+    command does not import from it, and a user's model sits there (`--schema tickets:Ticket` beside
+    tickets.py). The directory goes last on the path, so a file there never shadows a package."""
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        here = os.getcwd()
+        if exc.name != module_name.split(".")[0] or here in sys.path:
+            raise
+    sys.path.append(here)
+    return importlib.import_module(module_name)
 
 
 def class_body(model: type[BaseModel], source: str) -> dict[str, Any]:

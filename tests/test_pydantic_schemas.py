@@ -56,3 +56,24 @@ def test_an_output_is_judged_per_path_against_the_model() -> None:
 def test_a_bad_model_spec_says_what_is_wrong(spec: str, message: str) -> None:
     with pytest.raises(SchemaProblem, match=message):
         load_schema(spec)
+
+
+def test_a_model_in_the_working_directory_is_found_without_pythonpath(tmp_path, monkeypatch) -> None:
+    """Issue 51 point 4: `--schema tickets:Ticket` beside tickets.py failed ("cannot import module")
+    unless the user set PYTHONPATH=., since the `formwork` command does not import from the working
+    directory; it now looks there last, after the installed packages."""
+    import sys
+
+    from formwork.schemas.pydantic_source import model_schema
+
+    (tmp_path / "tickets_wd.py").write_text(
+        "from typing import Literal\nfrom pydantic import BaseModel\n\n"
+        "class Ticket(BaseModel):\n    severity: Literal['low', 'high']\n    product: str | None = None\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", ".", str(tmp_path))])
+    monkeypatch.delitem(sys.modules, "tickets_wd", raising=False)
+    body = model_schema("tickets_wd:Ticket")
+    assert body["properties"]["severity"]["enum"] == ["low", "high"]
+    assert sys.path[-1] == str(tmp_path)  # last: a file here never shadows an installed package
+    sys.modules.pop("tickets_wd", None)
