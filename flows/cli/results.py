@@ -123,6 +123,25 @@ def _seen(rows: list[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(key for keys in held for key in keys))
 
 
+ROW_COLUMNS = ("record", "status", "reasoning_finish", "formatting_finish", "attempts", "errors", "verdicts",
+               "settled_later")  # fmt: skip
+
+
+def field_columns(fields: list[str]) -> list[str]:
+    """`FIELD` and `FIELD_state` per field, unless a name would clash with the row's own columns or with
+    another field's (a field named `status`, or `who` beside `who_state`): then `field.FIELD` and
+    `state.FIELD`, names no field can have (property names never hold a dot), so every column is one
+    field's and the header depends on the schema alone."""
+    plain = {name: (name, f"{name}_state") for name in fields}
+    taken = [*ROW_COLUMNS, *(column for pair in plain.values() for column in pair)]
+    clashes = {name for name, pair in plain.items() if any(taken.count(column) > 1 for column in pair)}
+    return [
+        column
+        for name in fields
+        for column in ((f"field.{name}", f"state.{name}") if name in clashes else plain[name])
+    ]
+
+
 def _write_csv(rows: list[dict], fields: list[str]) -> None:
     """One line per record, a value and a state column per schema field (the shape never depends on
     the rows); a cell that begins like a spreadsheet formula is text (tasks.spreadsheet)."""
@@ -130,10 +149,7 @@ def _write_csv(rows: list[dict], fields: list[str]) -> None:
     from formwork.tasks.spreadsheet import Writer
 
     writer = Writer(sys.stdout)
-    writer.writerow(
-        ["record", "status", "reasoning_finish", "formatting_finish", "attempts", "errors", "verdicts",
-         "settled_later", *(column for f in fields for column in (f, f"{f}_state"))]
-    )  # fmt: skip
+    writer.writerow([*ROW_COLUMNS, *field_columns(fields)])
     for row in rows:
         cells = []
         for name in fields:
