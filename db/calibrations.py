@@ -33,8 +33,9 @@ from formwork.tasks.confidence.certify import terms as claim_terms
 from formwork.tasks.confidence.policy import UNCALIBRATED, Policy
 from formwork.tasks.confidence.score import ScoreModel
 from formwork.tasks.evaluation.calibration import Calibrated
-from formwork.tasks.evaluation.key import CalibrationKey
+from formwork.tasks.evaluation.key import JUDGE_VERDICTS, CalibrationKey
 from formwork.tasks.evaluation.shipped import FIELDS, find_shipped
+from formwork.tasks.grounding.candidates import READERS_VERSION
 
 METHOD = "per-value"
 AUDIT = "audit"  # a calibration's source when its gold is a person's audit of a run's own records
@@ -181,7 +182,11 @@ def shipped_data(row: Calibration) -> dict[str, Any]:
         raise ValueError(f"calibration {row.id} is not a per-value calibration with a full key: not shipped")
     key = CalibrationKey(**{name: getattr(row, name) for name in KEY_FIELDS})
     fields = {name: getattr(row, name) for name in FIELDS if name != "measured"}
-    return {"key": key.as_dict(), **fields, "measured": row.created_at.date().isoformat()}
+    # what it was measured with: a readers' bump re-keys it only where the judge's verdicts on its
+    # schema's gold are unchanged (tasks.evaluation.key; tests/test_judge_version.py)
+    measured_with = {"pipeline": key.pipeline, "judge": JUDGE_VERDICTS[READERS_VERSION].get(key.schema_name)}
+    return {"key": key.as_dict(), **fields, "measured": row.created_at.date().isoformat(),
+            "measured_with": measured_with}  # fmt: skip
 
 
 def export_calibration(row: Calibration, path: Path) -> Path:

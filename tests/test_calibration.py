@@ -26,8 +26,9 @@ from formwork.tasks.confidence.policy import Policy, _compared
 from formwork.tasks.confidence.readings import PathReading
 from formwork.tasks.confidence.score import ScoreModel, fit
 from formwork.tasks.evaluation.calibration import GoldRow, calibrate, schema_fields
-from formwork.tasks.evaluation.key import CalibrationKey
+from formwork.tasks.evaluation.key import JUDGE_VERDICTS, CalibrationKey
 from formwork.tasks.evaluation.replay import reading_alone
+from formwork.tasks.grounding.candidates import READERS_VERSION
 
 EXPENSE = load_schema("expense")
 
@@ -245,7 +246,17 @@ def test_a_shipped_calibration_applies_without_a_database_and_one_of_the_users_o
         export_calibration(made, tmp_path / "expense.json")
         session.delete(made)
         session.commit()
-        assert shipped.read_shipped(tmp_path / "expense.json")["gold_size"] == 100
+        written = shipped.read_shipped(tmp_path / "expense.json")
+        assert written["gold_size"] == 100
+        # what it was measured with, which tests/test_judge_version.py holds every shipped file to
+        assert written["measured_with"] == {
+            "pipeline": _key().pipeline,
+            "judge": JUDGE_VERDICTS[READERS_VERSION]["expense"],
+        }
+        (tmp_path / "expense.json").write_text(json.dumps(written | {"gold": "100 real receipts (SROIE)"}))
+        assert shipped.shipped_for(_key().model, tmp_path) == [
+            "expense@v3 two-readings: 1 of 1 fields certified (who) on 100 real receipts (SROIE)"
+        ]
         applied = policy_for(session, _key()).applied  # a database without one of its own: the shipped one
         assert applied["calibration"] == "shipped in expense.json"
         assert statement(applied).startswith("calibration shipped in expense.json: 1 of 1 fields certified")

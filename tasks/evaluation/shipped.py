@@ -140,5 +140,5 @@ def shipped_for(
         certified = [claim.field for claim in claims if claim.certified]
         lines.append(f"{key['schema_name']}@v{key['schema_version']} {key['mode']}: {len(certified)} of "
                      f"{len(claims)} fields certified ({', '.join(certified) or 'none'}) on "
-                     f"{data['gold_size']} gold records")  # fmt: skip
+                     f"{data.get('gold') or str(data['gold_size']) + ' gold records'}")  # fmt: skip
     return lines
