@@ -56,14 +56,13 @@ def page(
         return
     from formwork.db.audits import AuditProblem
     from formwork.flows.audit import audit_page
-    from formwork.flows.cli.results import _run_of  # the latest run of a reader, as results finds it
 
     if out_file is None:
         fail("--out FILE.html: where to write the page")
     chosen_reader(model)  # a malformed NAME@MODE: the one line run, retry and eval give
     seed = seed if seed is not None else secrets.randbelow(1_000_000)
     with opened(db) as session:
-        run_id = chosen_run(session, run) if model is None else _run_of(session, model, run)
+        run_id = chosen_run(session, run, model)
         try:
             html, drawn = audit_page(session, run_id, sample, seed)
         except AuditProblem as exc:

@@ -160,10 +160,19 @@ def opened(db: str | None, write: bool = False, existing: bool = True) -> Iterat
             fail(cannot_open(url, exc), code=1)
 
 
-def chosen_run(session: Session, run: int | None) -> int:
-    """The run --run names, or the latest; a run the database does not hold is refused, not shown empty."""
-    from formwork.db.queries import latest_run_id, run_exists
+def chosen_run(session: Session, run: int | None, model: str | None = None) -> int:
+    """The run --run names, or the latest run of the reader --model names, or the latest; a run the
+    database does not hold, or a reader it never ran, is refused in one line, not shown empty."""
+    from formwork.db.queries import latest_run_id, run_exists, setups
 
+    if model is not None:
+        if run is not None:
+            fail("give --run or --model, not both: --run names one run, --model the latest run of a reader")
+        found = latest_run_id(session, model.strip())
+        if found is None:
+            known = ", ".join(setups(session)) or "none recorded (runs from before readers were stored)"
+            fail(f"no run in this database read with {model!r}; its readers: {known}")
+        return found
     latest = latest_run_id(session)
     if latest is None:
         fail("no run in this database yet; start one with `formwork run`")

@@ -28,17 +28,14 @@ from __future__ import annotations
 import json
 import sys
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.cells import cell_len
 from rich.text import Text
 
-from formwork.flows.cli.common import DbOption, Status, chosen_run, fail, opened, out, printable
+from formwork.flows.cli.common import DbOption, Status, chosen_run, opened, out, printable
 from formwork.flows.delivered import every_value, top, top_fields
-
-if TYPE_CHECKING:
-    from sqlalchemy.orm import Session
 
 COLOURS = {"ok": "green", "partial": "yellow", "failed": "red"}
 SHORTER = (28, 16, 10)  # a kept value's most characters, tried in turn until the record fits two lines
@@ -74,7 +71,7 @@ def results(
     from formwork.flows.verdicts import verdict_rows
 
     with opened(db) as session:
-        run_id = chosen_run(session, run) if model is None else _run_of(session, model, run)
+        run_id = chosen_run(session, run, model)
         rows = result_rows(session, run_id, status.value if status else None)
         stored = session.get(Run, run_id)
         fields = top_fields(stored.schema_body if stored else None) or _seen(rows)
@@ -95,19 +92,6 @@ def results(
         _write_csv(rows, fields)
     else:
         _print_results(rows, run_id, stored.setup if stored else None)
-
-
-def _run_of(session: Session, model: str, run: int | None) -> int:
-    """The latest run of the reader `--model` names; one line where it names none or --run is given too."""
-    from formwork.db.queries import latest_run_id, setups
-
-    if run is not None:
-        fail("give --run or --model, not both: --run names one run, --model the latest run of a reader")
-    found = latest_run_id(session, model.strip())
-    if found is None:
-        known = ", ".join(setups(session)) or "none recorded (runs from before readers were stored)"
-        fail(f"no run in this database read with {model!r}; its readers: {known}")
-    return found
 
 
 def _seen(rows: list[dict[str, Any]]) -> list[str]:
