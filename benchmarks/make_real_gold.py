@@ -26,6 +26,14 @@ over maxLength) or when the project's judge, given the gold as a perfect model's
 keep every value (a value the judge cannot find in the text would score a right answer as wrong).
 Nothing is nulled out or rewritten: a record is mapped whole or dropped, and the drops are counted.
 
+**TextMine 2023 (JDR.json) -> examples/schemas/email_signature.schema.json.** A schema Formwork has
+never seen, written as a user would bring it (a file, not a built-in), to measure what a user's own
+audited rows certify. The same records, entities and rules as `contact` (first entity per field,
+several persons dropped, judge check), ids as in contact_textmine_jdr.jsonl; its six fields are the
+six person-level labels JDR marks: Human -> full_name, Function -> job_title, Organization ->
+organization, Email -> email, Phone_Number -> phone, Url -> website. Its phone has no pattern (a user
+writes "+ 33 01 ..." too), so the records `contact` drops for that pattern are kept here.
+
 **SROIE 2019 (data/key, data/box) -> `shop_receipt`.** The text is the OCR lines of data/box/N.csv
 (the transcript after each box's eight coordinates) joined by newlines in reading order (rows top
 to bottom, left to right within a row; see `box_text`). company and address are the key's strings
@@ -59,6 +67,15 @@ ROOT = Path(__file__).resolve().parents[1]
 HELDOUT = ROOT.parent / "shared" / "heldout-ids.txt"
 FIELDS = {"Human": "name", "Email": "email", "Phone_Number": "phone", "Organization": "organization"}
 TEXTMINE_FILES = {"JDR.json": "contact_textmine_jdr.jsonl", "JDF.json": "contact_textmine_jdf.jsonl"}
+SIGNATURE_SCHEMA = ROOT / "examples" / "schemas" / "email_signature.schema.json"
+SIGNATURE_FIELDS = {
+    "Human": "full_name",
+    "Function": "job_title",
+    "Organization": "organization",
+    "Email": "email",
+    "Phone_Number": "phone",
+    "Url": "website",
+}
 MONTH_NAMES = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
 MONTHS = {name: number for number, name in enumerate(MONTH_NAMES, start=1)}
 
@@ -90,15 +107,18 @@ def entities(text: str, annotations: list[dict[str, Any]]) -> list[tuple[str, st
     return [(label, text[begin:end].strip()) for label, begin, end in found]
 
 
-def contact_gold(text: str, annotations: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str | None]:
-    """The `contact` gold of one TextMine record (the first entity per field), or why it is dropped."""
+def textmine_gold(
+    text: str, annotations: list[dict[str, Any]], fields: dict[str, str]
+) -> tuple[dict[str, Any] | None, str | None]:
+    """One TextMine record's gold under `fields` (label -> field; the first entity per field), or why it
+    is dropped: both schemas hold one person, so a record naming several is dropped for both."""
     spans = entities(text, annotations)
     persons = {value for label, value in spans if label == "Human"}
     if len(persons) > 1:
         return None, "several persons"
-    gold: dict[str, Any] = dict.fromkeys(FIELDS.values())
+    gold: dict[str, Any] = dict.fromkeys(fields.values())
     for label, value in spans:
-        key = FIELDS.get(label)
+        key = fields.get(label)
         if key and gold[key] is None:
             gold[key] = value
     return gold, None
@@ -189,14 +209,16 @@ def heldout_receipts(path: Path) -> set[str]:
     return set(re.findall(r"^data/key/(\d+)\.json$", path.read_text(encoding="utf-8"), re.M))
 
 
-def textmine(folder: Path, name: str, schema: Schema) -> Iterator[Converted]:
+def textmine(folder: Path, name: str, schema: Schema, fields: dict[str, str] = FIELDS) -> Iterator[Converted]:
     """Every record of TextMine's `name` (JDR.json or JDF.json, never JDA), converted or dropped."""
+    if name not in TEXTMINE_FILES:  # by name, before anything is read: JDA files are held out
+        raise ValueError(f"{name} is not one of {sorted(TEXTMINE_FILES)}")
     stem = name.removesuffix(".json").lower()
     for record in json.loads((folder / name).read_text(encoding="utf-8")):
         text = record["text"]
         key = f"{stem}-{record['identifier']}"
         meta = {"source": f"Emvista/Challenge_TextMine_2023 {name}", "identifier": record["identifier"]}
-        gold, dropped = contact_gold(text, record["annotations"])
+        gold, dropped = textmine_gold(text, record["annotations"], fields)
         if gold is not None:
             dropped = kept_by_judge(schema, text, gold)
         yield Converted(key, text, gold, meta, dropped)
@@ -243,6 +265,11 @@ def main() -> None:
     contact = load_schema("contact")
     for name, target in TEXTMINE_FILES.items():
         write(args.out / target, textmine(args.textmine, name, contact))
+    signature = load_schema(SIGNATURE_SCHEMA)
+    write(
+        args.out / "signature_textmine_jdr.jsonl",
+        textmine(args.textmine, "JDR.json", signature, SIGNATURE_FIELDS),
+    )
     receipts = sroie(args.sroie, load_schema("shop_receipt"), heldout_receipts(args.heldout))
     write(args.out / "shop_receipt_sroie.jsonl", receipts)
 
