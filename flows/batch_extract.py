@@ -29,7 +29,8 @@ from formwork.db.watermarks import advance_watermark, rows_since_watermark
 from formwork.flows.chunk import RunContext
 from formwork.flows.reprocess_failed import reprocess_failed
 from formwork.flows.run_policy import with_stored_reader
-from formwork.flows.runner import checked_engines, chunked, new_context, replay_journals, run_chunks
+from formwork.flows.run_start import checked_engines, new_context, replay_journals
+from formwork.flows.runner import chunked, run_chunks
 from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import load_checked_schema
 from formwork.tasks.settings import Settings

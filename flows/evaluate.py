@@ -38,7 +38,8 @@ from formwork.flows.eval_steps import (
     score_run,
     verified,
 )
-from formwork.flows.runner import checked_engines, chunked, new_context, run_chunks
+from formwork.flows.run_start import checked_engines, new_context
+from formwork.flows.runner import chunked, run_chunks
 from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import Schema, load_checked_schema
 from formwork.tasks.confidence.certify import TARGET

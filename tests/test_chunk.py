@@ -10,7 +10,7 @@ from formwork.db.models import Result, RetryEntry
 from formwork.db.session import session_factory
 from formwork.db.store import store_records
 from formwork.flows.chunk import process_chunk
-from formwork.flows.runner import new_context
+from formwork.flows.run_start import new_context
 from formwork.schemas.registry import load_schema
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.settings import Settings

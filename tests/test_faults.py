@@ -31,7 +31,7 @@ from sqlalchemy import select
 from formwork.db.models import ModelCall, Record, Result, RetryEntry, Run
 from formwork.db.queue import requeue
 from formwork.db.session import session_factory
-from formwork.flows import runner
+from formwork.flows import run_start
 from formwork.flows.batch_extract import batch_extract, source_label
 from formwork.flows.reprocess_failed import reprocess_failed
 from formwork.tasks.settings import Settings
@@ -250,13 +250,13 @@ def test_vllm_server_killed_mid_batch_fails_the_rest_as_retryable_and_queued(
 def fault_after_check(monkeypatch: pytest.MonkeyPatch) -> Callable[[MisbehavingServer, str], None]:
     """Every start-up probe meets a healthy server; after the first one the server turns to `mode`.
 
-    The probe runs in flows.runner.checked_engines before any chunk, so wrapping `check_engines` there
+    The probe runs in flows.run_start.checked_engines before any chunk, so wrapping `check_engines` there
     switches the fake between the probe and the first record. Later checks (the reprocessing run) get the
     probe's answer too, then the server is put back as the test left it.
     """
 
     def arm(fake: MisbehavingServer, mode: str) -> None:
-        real = runner.check_engines
+        real = run_start.check_engines
         after = {"mode": mode, "content": fake.content}
         first = True
 
@@ -270,7 +270,7 @@ def fault_after_check(monkeypatch: pytest.MonkeyPatch) -> Callable[[MisbehavingS
             finally:
                 fake.mode, fake.content, first = after["mode"], after["content"], False
 
-        monkeypatch.setattr(runner, "check_engines", check_then_switch)
+        monkeypatch.setattr(run_start, "check_engines", check_then_switch)
 
     return arm
 

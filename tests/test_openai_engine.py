@@ -22,7 +22,7 @@ from formwork.db.models import Calibration, Run
 from formwork.db.session import session_factory
 from formwork.flows.api import extract
 from formwork.flows.review import ReviewItem, render_review
-from formwork.flows.runner import new_context
+from formwork.flows.run_start import new_context
 from formwork.schemas.registry import load_schema
 from formwork.tasks.confidence.probability import field_confidences
 from formwork.tasks.confidence.renormalise import renormalised

@@ -287,7 +287,7 @@ def test_a_killed_retry_run_gives_its_claims_back_when_it_is_marked_crashed(
     `claim_timeout_s` (30 minutes), long after the next run had marked it crashed (its 1 s lease here).
     A live worker's claim, even one under a reused name, is left alone."""
     from formwork.db.claims import mark_crashed
-    from formwork.flows.runner import new_context
+    from formwork.flows.run_start import new_context
     from formwork.tasks.settings import Settings
 
     an_hour_ago = datetime.now(UTC) - timedelta(hours=1)

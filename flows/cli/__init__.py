@@ -118,7 +118,7 @@ def run(
     from formwork.db.store import SchemaChanged
     from formwork.flows.batch_extract import batch_extract
     from formwork.flows.progress import listening
-    from formwork.flows.runner import RunStopped
+    from formwork.flows.run_guards import RunStopped
     from formwork.schemas.registry import SchemaProblem
     from formwork.tasks.engines.base import EngineError
     from formwork.tasks.sources import SourceProblem

@@ -56,7 +56,7 @@ def retry(
     from formwork.db.keeping import DatabaseUnavailable
     from formwork.flows.prefect_env import cli_flows, explained
     from formwork.flows.reprocess_failed import ReaderUnavailable, reprocess_failed, secret_overrides
-    from formwork.flows.runner import RunStopped
+    from formwork.flows.run_guards import RunStopped
     from formwork.tasks.settings import Settings
 
     overrides = _parse_overrides(set_ or []) | chosen_reader(model)
