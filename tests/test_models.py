@@ -198,7 +198,7 @@ def test_models_says_what_each_models_shipped_calibrations_certify(tmp_path, mon
     shutil.copy(source, tmp_path / source.name)
     monkeypatch.setattr(shipped, "SHIPPED", tmp_path)
     listed = CliRunner().invoke(app, ["models"]).output
-    assert "expense@v3 two-readings: 2 of 6 fields certified (amount, currency) on 147 gold records" in listed
+    assert "expense@v3 two-readings: 2 of 6 fields certified (amount, currency) on 147 hand-written" in listed
     assert shipped.shipped_for("smollm2-135m") == []
     (tmp_path / source.name).unlink()
     assert "certified" not in CliRunner().invoke(app, ["models"]).output

@@ -2,7 +2,8 @@
 
 A fresh database holds no calibration, so without these a new user's first run can certify nothing
 (no enum passes the conservative default). Each file in `shipped/` is one calibration with its full
-key (tasks.evaluation.key), the gold set's hash and size, the score model, each field's claim
+key (tasks.evaluation.key), the gold set's hash and size, the data it is (`gold`: which records, real
+or written by the project; `formwork models` prints it), the score model, each field's claim
 (threshold, values kept and right, bound, level), the rows' measured claim, and the day it was
 measured; `formwork eval GOLD --schema S --calibrate --export FOLDER` writes one from the calibration
 it stores. A run uses a shipped calibration only when its whole key matches and its database has none
