@@ -15,6 +15,9 @@ Answers live in the browser's storage, so a reload loses nothing, under a key ma
 identity (db.audits.database_identity) and everything the page shows: answers come back only to the
 very same page, never to another database's run that happens to share its number, seed and records.
 Every text is escaped; the records' data travel as JSON with `<`, `>` and `&` escaped.
+
+A record whose text is one of the run's schema's solved examples (`x-examples`, flows.examples) is never
+sampled: the model was shown its answer, so it reads that record right and would certify itself.
 """
 
 from __future__ import annotations
@@ -38,8 +41,9 @@ from formwork.db.audits import (
     run_schema,
 )
 from formwork.db.calibrations import statement
-from formwork.db.models import Run, RunResult
+from formwork.db.models import Record, Run, RunResult
 from formwork.flows.review import colours, field_name, highlighted
+from formwork.schemas.examples import schema_examples
 from formwork.schemas.registry import Schema
 from formwork.tasks.confidence.certify import TARGET
 from formwork.tasks.evaluation.audit import BUDGET, applied_pool, look_level, needed, read_value, sample
@@ -171,6 +175,10 @@ def audit_page(session: Session, run_id: int, size: int, seed: int) -> tuple[str
     ids = list(session.scalars(select(RunResult.record_id).where(RunResult.run_id == run_id).distinct()))
     if not ids:
         raise AuditProblem(f"run {run_id} stored no result yet: nothing to audit")
+    shown = {example.text.strip() for example in schema_examples(run.schema_body or {})}
+    if shown:  # records whose answer the prompt shows the model
+        texts = session.execute(select(Record.id, Record.text).where(Record.id.in_(ids))).all()
+        ids = [record_id for record_id, text in texts if text.strip() not in shown]
     rows = run_rows(session, run_id, sample(ids, size, seed))
     database = database_identity(session, run)
     try:

@@ -27,6 +27,7 @@ from formwork.flows.cli.common import (
 )
 from formwork.flows.cli.doctor import doctor
 from formwork.flows.cli.eval import eval_gold
+from formwork.flows.cli.examples import examples
 from formwork.flows.cli.models import models
 from formwork.flows.cli.preflight import ModelOption, checked_run, chosen_reader
 from formwork.flows.cli.queue import queue, requeue, retry
@@ -204,6 +205,7 @@ for command in (results, schemas, retry, queue, requeue, review, doctor):
     app.command()(command)
 app.command(name="eval")(eval_gold)
 app.command()(settle)
+app.command()(examples)
 app.add_typer(models, name="models")
 app.add_typer(audit, name="audit")
 app.add_typer(calibrations, name="calibrations")
