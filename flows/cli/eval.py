@@ -120,7 +120,10 @@ def eval_gold(
         str | None, typer.Option(help="several modes on the same records, e.g. two-pass,one-pass,prompt-json")
     ] = None,
     limit: Annotated[int | None, typer.Option(help="score only the first N gold records")] = None,
-    chart: Annotated[Path | None, typer.Option(help="where to write the chart (PNG)")] = None,
+    chart: Annotated[
+        Path | None,
+        typer.Option(help="write a chart (PNG) here, its numbers as .json beside it; no chart without it"),
+    ] = None,
     calibrate: Annotated[
         bool, typer.Option(help="fit the score and store a threshold per field that certifies --target")
     ] = False,
@@ -171,7 +174,8 @@ def eval_gold(
     db: DbOption = None,
     model: ModelOption = None,
 ) -> None:
-    """Run gold records through the pipeline, score them, store the scores, print tables, draw a chart."""
+    """Run gold records through the pipeline, score them, store the scores, print tables, and draw a chart
+    where `--chart` names a file (none by default: no file appears in the folder it was run from)."""
     from formwork.flows.evaluate import evaluate
     from formwork.flows.prefect_env import cli_flows
     from formwork.schemas.registry import SchemaProblem
@@ -187,14 +191,14 @@ def eval_gold(
     if half is not None and half not in HALVES:
         fail(f"--half is {' or '.join(HALVES)}, not {half!r}")
     modes = [m.strip() for m in compare.split(",") if m.strip()] if compare else ([mode] if mode else None)
-    chart = chart or Path(f"eval-{Path(schema).stem}.png")
     shown = ", ".join(map(str, gold))
     err.print(f"evaluating {shown} ({', '.join(modes or ['the configured mode'])}); this runs the model")
     url = open_database(db)  # a mistyped or unreachable database: one line, before the model and Prefect
     try:
         with cli_flows(), database_in_environment(url), settings_in_environment(reader):  # never parameters
             reports = evaluate(
-                ",".join(map(str, gold)), schema, modes=modes, limit=limit, chart=str(chart),
+                ",".join(map(str, gold)), schema, modes=modes, limit=limit,
+                chart=str(chart) if chart else None,
                 calibrate=calibrate, target=target, verify=verify, half=half,  # type: ignore[arg-type]
                 export=str(export) if export else None, measure=measure, from_run=from_run, claim=claim,
             )  # fmt: skip
@@ -205,5 +209,5 @@ def eval_gold(
         if report.get("reading"):
             out.print(f"{name}: certified values counted on the {report['reading']} (the one-pass call); "
                       "outcomes and accuracy above are that run's own rows")  # fmt: skip
-    if from_run is None:  # a replay of a stored run draws no chart
+    if chart is not None and from_run is None:  # a replay of a stored run draws no chart
         out.print(f"chart: {chart} (numbers: {chart.with_suffix('.json')})")
