@@ -88,7 +88,7 @@ def database_identity(session: Session, run: Run) -> str:
 
 
 def run_key(run: Run) -> CalibrationKey:
-    """The calibration key the run was made under, as it recorded it (flows.runner)."""
+    """The calibration key the run was made under, as it recorded it (flows.run_policy)."""
     key = (run.confidence or {}).get("key")
     if not key:
         raise AuditProblem(f"run {run.id} recorded no calibration key (it ran with `calibration = false`, or "

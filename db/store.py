@@ -8,7 +8,7 @@ executemany), never as a VALUES list built into the statement: a statement with 
 compiled again for every group, and that compiling cost more CPU than the rest of storing (issue 31).
 Results are upserted on (record, schema name, schema version, reader setup), so a resumed or repeated run
 updates the row it wrote before instead of adding a second one, and a run with another model or mode
-(another setup, NAME@MODE: flows.runner.reader_setup) reads the records again into rows of its own;
+(another setup, NAME@MODE: flows.run_start.reader_setup) reads the records again into rows of its own;
 `run_results` keeps what each run produced. Records
 are immutable (unique per source, key and text hash), so a result always belongs to the exact text it
 was extracted from.
