@@ -61,7 +61,8 @@ class Applied:
 def _matching(key: CalibrationKey) -> list[Any]:
     columns = {name: getattr(Calibration, name) for name in KEY_FIELDS}
     return [column.is_(None) if getattr(key, name) is None else column == getattr(key, name)
-            for name, column in columns.items()] + [Calibration.method == METHOD]  # fmt: skip
+            for name, column in columns.items()] + [Calibration.method == METHOD,
+                                                    Calibration.escalated_from.is_(None)]  # fmt: skip
 
 
 def find_calibration(session: Session, key: CalibrationKey) -> Calibration | None:
@@ -74,7 +75,8 @@ def _stale(session: Session, key: CalibrationKey) -> str | None:
     row = session.scalar(
         select(Calibration)
         .where(Calibration.schema_hash == key.schema_hash, Calibration.model == key.model,
-               Calibration.engine == key.engine, Calibration.mode == key.mode)
+               Calibration.engine == key.engine, Calibration.mode == key.mode,
+               Calibration.escalated_from.is_(None))
         .order_by(Calibration.id.desc()).limit(1)
     )  # fmt: skip
     if row is None:
@@ -112,7 +114,7 @@ def policy_for(session: Session | None, key: CalibrationKey) -> Applied:
     """The policy of a run with `key`: its database's calibration, else a shipped one, else the default.
     `session` None: no database configured."""
     if (chosen := applying(session, key)) is not None:
-        return _calibrated(*chosen)
+        return calibrated_policy(*chosen)
     why = (_stale(session, key) if session is not None else None) or f"no calibration for {key.describe()}"
     guarantee = (f"none: {why}; so no row is ok, and a value is kept in a partial row, unchecked, only "
                  f"where every reading gave it with p >= {UNCALIBRATED:g} and the readings agree (no enum "
@@ -129,7 +131,7 @@ def certified_fields(session: Session | None, key: CalibrationKey | None) -> tup
     return tuple(sorted(name for name, claim in claims.items() if claim.certified))
 
 
-def _calibrated(found: Calibration, label: int | str) -> Applied:
+def calibrated_policy(found: Calibration, label: int | str) -> Applied:
     """A calibration's policy; its sentences say per field what is guaranteed, in words."""
     claims = {name: FieldClaim.from_dict(claim) for name, claim in (found.fields or {}).items()}
     when = f", measured {found.created_at:%Y-%m-%d}" if found.created_at else ""
@@ -151,10 +153,12 @@ def _calibrated(found: Calibration, label: int | str) -> Applied:
 
 
 def store_calibration(session: Session, key: CalibrationKey, found: Calibrated, target: float, *,
-                      gold_hash: str, gold_size: int, run_id: int | None, source: str | None = None
-                      ) -> Calibration:  # fmt: skip
+                      gold_hash: str, gold_size: int, run_id: int | None, source: str | None = None,
+                      escalated_from: str | None = None) -> Calibration:  # fmt: skip
     """Store what `tasks.evaluation.calibration.calibrate` found, for `key` (flushed, not committed):
-    eval's calibrations (`source` None: a gold set) and audits' (`AUDIT`) are the same kind of row."""
+    eval's calibrations (`source` None: a gold set) and audits' (`AUDIT`) are the same kind of row.
+    `escalated_from`: measured on the records that first reader escalates (db.escalated_calibrations),
+    so it applies to those escalations only, never to the reader's own runs."""
     kept = [c for c in found.claims.values() if c.certified]
     pooled_kept, pooled_right = sum(c.kept for c in kept), sum(c.correct for c in kept)
     pooled = lower_bound(pooled_right, pooled_kept, found.level) if pooled_kept else None
@@ -164,7 +168,7 @@ def store_calibration(session: Session, key: CalibrationKey, found: Calibrated, 
                       values_kept=pooled_kept, values_correct=pooled_right,
                       fields={name: claim.as_dict() for name, claim in found.claims.items()},
                       score_model=found.model.as_dict(), gold_hash=gold_hash, gold_size=gold_size,
-                      run_id=run_id, source=source)  # fmt: skip
+                      run_id=run_id, source=source, escalated_from=escalated_from)  # fmt: skip
     session.add(row)
     session.flush()
     return row
@@ -180,6 +184,9 @@ def shipped_data(row: Calibration) -> dict[str, Any]:
     """A stored calibration as a shipped file's content (tasks.evaluation.shipped)."""
     if row.method != METHOD or row.pipeline is None:
         raise ValueError(f"calibration {row.id} is not a per-value calibration with a full key: not shipped")
+    if row.escalated_from:  # a shipped file has no place for it, and would apply to every run of the reader
+        raise ValueError(f"calibration {row.id} holds only for escalations from {row.escalated_from}: "
+                         "not shipped")  # fmt: skip
     key = CalibrationKey(**{name: getattr(row, name) for name in KEY_FIELDS})
     fields = {name: getattr(row, name) for name in FIELDS if name != "measured"}
     # what it was measured with: a readers' bump re-keys it only where the judge's verdicts on its

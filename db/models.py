@@ -288,6 +288,9 @@ class Calibration(Base):
     gold_size: Mapped[int] = mapped_column(Integer)
     # where the gold came from: None, a gold set (eval); "audit": a person's audit of a run's own records
     source: Mapped[str | None] = mapped_column(String(20))
+    # measured on the records a first reader escalates: that reader and its calibration (db.escalated_
+    # calibrations.first_identity); None: on all records, for the reader's own runs (0019)
+    escalated_from: Mapped[str | None] = mapped_column(String(300))
     run_id: Mapped[int | None] = mapped_column(ForeignKey("runs.id"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 

@@ -74,6 +74,9 @@ class RunContext:
     review_dir: Path | None = None  # where each run writes its review page (linked from Prefect)
     wait: bool = False  # records another run holds: wait for its lease to lapse, then process them
     escalating: bool = False  # reading rows another reader left unsure: their certified values join
+    # the policy is a calibration measured on the records the first reader escalates (db.escalated_
+    # calibrations), so the stronger reader's values may be certified in them (tasks.escalation)
+    measured_on_escalated: bool = False
     # set when the run is told to stop (SIGTERM, flows.runner): no record starts after it
     stopping: threading.Event = field(default_factory=threading.Event)
 
@@ -160,8 +163,14 @@ def _process(context: RunContext, record_ids: list[int], early: EarlyCalls) -> C
                     row.id in earlier and outcome.verdict.status != "failed"
                 ):  # the stronger reader's values join
                     first = earlier[row.id]
-                    outcome.verdict = combine(context.schema, first, first["model"], outcome.verdict,
-                                              context.formatter.model)  # fmt: skip
+                    outcome.verdict = combine(
+                        context.schema,
+                        first,
+                        first["model"],
+                        outcome.verdict,
+                        context.formatter.model,
+                        measured_on_escalated=context.measured_on_escalated,
+                    )
             writer.put(outcome)
             record_done(outcome.verdict.status)
             return outcome

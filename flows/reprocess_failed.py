@@ -14,9 +14,12 @@ An entry is a `retry` (the same reader again) or an `escalation`: a row held bac
 thresholds, which the same reader would answer the same. An escalation is read by the stronger reader
 its entry names (`escalate_to`, or this flow's parameter), and its values join those the first reader
 certified (tasks.escalation.combine). Its own calibration was measured on all records, not on the
-escalated ones (the hard ones, where its precision is lower), so none of its values is certified here:
-each is delivered `unsure`, saying so. The entry names that reader whole
-(flows.run_policy.stored_reader), never with its server's password.
+escalated ones (the hard ones, where its precision is lower), so that one certifies none of its values
+here: each is delivered `unsure`, saying so. Where a calibration of it measured on the records this first
+reader, under the calibration its run applied, escalates exists (`formwork eval --calibrate
+--escalated-from`; db.escalated_calibrations), the run holds its values to that one instead, and they
+are certified where they pass it; entries are grouped by first reader for that. The entry names that
+reader whole (flows.run_policy.stored_reader), never with its server's password.
 
 A retry is read by the reader whose run queued it (its entry's `setup`, NAME@MODE, as results are kept
 per reader): a catalogue model by its name, a server or GGUF file as this worker's settings name it, in
@@ -31,15 +34,18 @@ import os
 import socket
 from collections import defaultdict
 from contextlib import ExitStack
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Literal
 
 from prefect import get_run_logger
 
 from formwork.db.claims import mark_crashed, mark_gone, queue_workers
+from formwork.db.escalated_calibrations import FirstReader, escalated_run_policy, first_readers
 from formwork.db.queries import RunSummary
 from formwork.db.queue import Claim, claim_due, give_back, record_failure, release_stale, settle_changed_texts
 from formwork.db.session import session_factory
+from formwork.flows.chunk import RunContext
 from formwork.flows.run_policy import reader_settings, with_stored_reader
 from formwork.flows.run_start import checked_engines, new_context, reader_setup, replay_journals
 from formwork.flows.runner import chunked, run_chunks
@@ -62,6 +68,7 @@ def secret_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 Reader = tuple[str | None, str | None]  # (an escalation's stronger reader, or None; a retry's setup, or None)
+Group = tuple[str, int, str, Reader, FirstReader | None]  # schema, version, body, reader, escalated from
 
 
 class ReaderUnavailable(RuntimeError):
@@ -82,8 +89,8 @@ def reprocess_failed(
     """Claim up to `limit` due queue entries (of one `kind`, of run `run_id`'s records, if given) and
     read them again: a retry with the same reader (under `overrides`), an escalation with the stronger
     one its entry names, or `escalate_to` where given (tasks.escalation), whose values join the first
-    reader's, unsure (its calibration was not measured on escalated records). An entry whose record's
-    text has changed since is settled stale, not read."""
+    reader's, unsure unless a calibration of it measured on what that first reader escalates applies
+    (the module docstring). An entry whose record's text has changed since is settled stale, not read."""
     secret = sorted(secret_overrides({**(overrides or {}), "escalate_to": escalate_to}))
     if secret:
         raise ValueError(
@@ -101,23 +108,24 @@ def reprocess_failed(
         released = release_stale(session, timedelta(seconds=settings.claim_timeout_s))
         claims = claim_due(session, worker, limit, kind=kind, run_id=run_id)
         stale = settle_changed_texts(session, claims)
+        firsts = _first_readers(session, [c for c in claims if c.kind == "escalation"])
     logger.info("claimed %d entries (%d stale claims and %d of dead workers put back, %d runs found "
                 "crashed); %d settled stale: their text changed", len(claims), released, gone, crashed,
                 len(stale))  # fmt: skip
-    groups: dict[tuple[str, int, str, Reader], list[Claim]] = defaultdict(list)
+    groups: dict[Group, list[Claim]] = defaultdict(list)
     for claim in claims:
         if claim.entry_id in stale:
             continue
         stronger = (escalate_to or claim.escalate_to) if claim.kind == "escalation" else None
         reader = (stronger, claim.setup if stronger is None else None)  # a retry: the reader that queued it
         groups[(claim.schema_name, claim.schema_version, json.dumps(claim.schema_body, sort_keys=True),
-                reader)].append(claim)  # fmt: skip
+                reader, firsts.get(claim.record_id) if stronger else None)].append(claim)  # fmt: skip
     summaries: list[RunSummary] = []
     pending = list(groups.items())
     with ExitStack() as stack:
         opened: dict[Reader, tuple[Settings, Any]] = {}
         while pending:
-            (*_, reader), group = pending.pop(0)
+            (*_, reader, first), group = pending.pop(0)
             stronger = reader[0]
             schema = _schema_of(sessions, group, settings.queue_max_attempts)
             if schema is None:
@@ -130,9 +138,33 @@ def reprocess_failed(
                 sessions, reading, schema, engines, flow="reprocess_failed", source=schema.source,
                 worker=worker, escalating=stronger is not None,
             )  # fmt: skip
+            if stronger is not None:
+                context = _on_escalated(sessions, context, first)
             records = chunked((c.record_id for c in group), settings.chunk_size)
             summaries.append(run_chunks(context, records, replayed if not summaries else 0))
     return summaries
+
+
+def _first_readers(session: Any, claims: list[Claim]) -> dict[int, FirstReader | None]:
+    """Per escalated record, the first reader and the calibration its row was decided by."""
+    found: dict[int, FirstReader | None] = {}
+    by_schema: dict[tuple[str, int], list[int]] = defaultdict(list)
+    for claim in claims:
+        by_schema[(claim.schema_name, claim.schema_version)].append(claim.record_id)
+    for (name, version), records in by_schema.items():
+        found |= first_readers(session, records, name, version)
+    return found
+
+
+def _on_escalated(sessions: Any, context: RunContext, first: FirstReader | None) -> RunContext:
+    """`context` holding the stronger reader's values to its calibration measured on the records `first`
+    escalates, where one exists (the run records it); else as it is, its values unsure in the rows."""
+    with sessions() as session:
+        found = escalated_run_policy(session, context.run_id, first)
+        session.commit()
+    if found is None:
+        return context
+    return replace(context, options=found.applied_to(context.options), measured_on_escalated=True)
 
 
 def dead_here(workers: set[str], own: str) -> set[str]:

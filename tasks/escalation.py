@@ -32,11 +32,14 @@ reader was unsure of, the hard ones, where a calibration measured on all records
 precision (the review's simulation: below its 95% target on them in 85 of 92 calibrations; ours, in
 tests/test_cascade_level.py: in every one of 72).
 So its values are certified here only by a calibration measured on escalated records, one whose key
-names both readers and the first reader's calibration (`measured_on_escalated`). No run can look one
-up yet (the calibration key has no place for the first reader), so in a run each of the stronger
-reader's values is delivered `unsure`, with its value and `MEASURED_ON_ALL` as the reason: what is
-certified in an escalated row is what the first reader's calibration certified. benchmarks/cascade.py
-measures such a calibration from measuring runs (calibration half's escalated records) and reports both.
+names both readers and the first reader's calibration (`measured_on_escalated`): `formwork eval
+--calibrate --escalated-from RUN` measures it on the gold records the first reader's eval run leaves
+unsure under that reader's calibration, and stores it keyed so (db.escalated_calibrations); the
+reprocessing flow holds the stronger reader to it for the records that first reader, under that
+calibration, escalated. Where there is none, each of the stronger reader's values is delivered
+`unsure`, with its value and `MEASURED_ON_ALL` as the reason: what is certified in an escalated row is
+then what the first reader's calibration certified. benchmarks/cascade.py measures both from measuring
+runs (calibration half's escalated records) and reports them side by side.
 
 **The joint level.** Each calibration's claims hold together at its own level (0.9: one chance in ten
 that some field's claim is false). A row carrying values certified by two calibrations rests on both,
@@ -49,14 +52,18 @@ from __future__ import annotations
 import copy
 import json
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
 from formwork.schemas.paths import parse_path, set_null
 from formwork.schemas.registry import Schema
 from formwork.tasks.calls import UNVOUCHED
+from formwork.tasks.confidence.certify import FieldClaim
 from formwork.tasks.confidence.choose import under
 from formwork.tasks.confidence.readings import same
+from formwork.tasks.confidence.score import ScoreModel
+from formwork.tasks.evaluation.calibration import GoldRow, kept_values
 from formwork.tasks.validate import Verdict, as_written
 
 Side = Literal["first", "second", "both"]
@@ -68,6 +75,20 @@ def joint_level(*levels: float) -> float:
     """The level at which the claims of several calibrations hold together (Bonferroni: their chances
     of a false claim add up), as a row certified by both readers of a cascade relies on all of them."""
     return max(0.0, 1.0 - sum(1.0 - level for level in levels))
+
+
+def escalated(schema: Schema, rows: Sequence[GoldRow], model: ScoreModel, claims: dict[str, FieldClaim]
+              ) -> list[str]:  # fmt: skip
+    """The records whose rows the first reader leaves not `ok` under its calibration (`model`, `claims`):
+    some value it keeps is not certified, or it keeps none. These are the ones its rule sends on, and a
+    calibration of the stronger reader measured on them is what may certify its values here."""
+    sent = []
+    for row in rows:
+        kept = kept_values(schema, row, model, claims)
+        thresholds = [(score, claims[f].threshold if f in claims else None) for f, score, _ in kept]
+        if not kept or not all(s is not None and t is not None and s >= t for s, t in thresholds):
+            sent.append(row.record)
+    return sent
 
 
 def _measured_on_all(second: Verdict) -> Verdict:

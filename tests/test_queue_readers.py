@@ -98,7 +98,7 @@ def test_the_migration_gives_existing_entries_their_rows_reader_and_the_chain_is
     """A fresh database migrates through the chain to 0018; an entry queued before it takes the reader of
     its record's latest row ("" where none), and a downgrade keeps one entry per record."""
     url = f"sqlite:///{tmp_path / 'old.db'}"
-    assert ScriptDirectory.from_config(alembic_config(url)).get_heads() == ["0018_queue_reader"]
+    assert ScriptDirectory.from_config(alembic_config(url)).get_heads() == ["0019_escalated_calibration"]
     with sa.create_engine(url).begin() as connection:
         config = alembic_config(url)
         config.attributes["connection"] = connection

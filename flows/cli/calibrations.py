@@ -85,6 +85,8 @@ def _applies(session: Session | None, row: Calibration, label: int | str, now: C
     """Whether a run with the current settings applies this calibration, or why not."""
     from formwork.db.calibrations import applying
 
+    if row.escalated_from:  # never to a run of its reader's own: only to what that first reader escalates
+        return f"only to escalations from {row.escalated_from}"
     if isinstance(now, str):
         return now
     differ = [f"{PARTS[part]} {_short(part, getattr(row, part))} in it, {_short(part, getattr(now, part))} "

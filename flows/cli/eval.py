@@ -110,6 +110,32 @@ def print_reports(reports: dict[str, dict[str, Any]]) -> None:
             err.print(f"[yellow]warning:[/] {report['warning']}")
 
 
+def _escalated(gold: list[Path], schema: str, from_run: int | None, first_run: int, mode: str | None, *,
+               calibrate: bool, others: bool, target: float, claim: str, half: str | None, limit: int | None,
+               db: str | None, reader: dict[str, Any]) -> None:  # fmt: skip
+    """`--escalated-from`: calibrate a stronger reader on what a first reader escalates (flows.
+    escalated_eval), from two stored eval runs; one line where they do not fit together."""
+    from formwork.flows.escalated_eval import escalated_eval
+    from formwork.schemas.registry import SchemaProblem
+    from formwork.tasks.evaluation.gold import GoldProblem
+
+    if not calibrate or from_run is None or others:
+        fail("--escalated-from A goes with --calibrate --from-run B only: B the stronger reader's eval run, "
+             "A the first reader's, on the same gold")  # fmt: skip
+    url = open_database(db)
+    try:
+        with database_in_environment(url), settings_in_environment(reader):
+            done = escalated_eval(gold, schema, from_run, first_run, mode=mode, target=target, claim=claim,
+                                  half=half, limit=limit)  # type: ignore[arg-type]  # fmt: skip
+    except (GoldProblem, SchemaProblem, ValueError) as exc:
+        fail(str(exc))
+    out.print(f"calibration {done['id']} stored, measured on {done['escalated']} ({done['covered']}):")
+    for sentence in done["fields"].values():
+        out.print(f"  {sentence}")
+    out.print(f"  {done['rows']}")
+    out.print(f"an escalated row's claims rest on both calibrations: together at {done['joint_level']:.0%}")
+
+
 def eval_gold(
     gold: Annotated[
         list[Path], typer.Argument(help='one or more .jsonl of {"id", "text", "gold": {field: value}}')
@@ -171,6 +197,14 @@ def eval_gold(
             "'of the values kept in these fields, >= target are right', not a claim about any one)"
         ),
     ] = "per-field",
+    escalated_from: Annotated[
+        int | None,
+        typer.Option(
+            help="with --calibrate --from-run B: calibrate B's reader only on the gold records the first "
+            "reader's eval run (this id) leaves unsure under its calibration, the ones its runs escalate; "
+            "stored for escalations from that reader and calibration only"
+        ),
+    ] = None,
     db: DbOption = None,
     model: ModelOption = None,
 ) -> None:
@@ -191,6 +225,11 @@ def eval_gold(
     if half is not None and half not in HALVES:
         fail(f"--half is {' or '.join(HALVES)}, not {half!r}")
     modes = [m.strip() for m in compare.split(",") if m.strip()] if compare else ([mode] if mode else None)
+    if escalated_from is not None:
+        _escalated(gold, schema, from_run, escalated_from, mode or reader.get("mode"), calibrate=calibrate,
+                   others=bool(compare or verify or measure or export), target=target, claim=claim,
+                   half=half, limit=limit, db=db, reader=reader)  # fmt: skip
+        return
     shown = ", ".join(map(str, gold))
     err.print(f"evaluating {shown} ({', '.join(modes or ['the configured mode'])}); this runs the model")
     url = open_database(db)  # a mistyped or unreachable database: one line, before the model and Prefect
