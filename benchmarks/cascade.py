@@ -23,7 +23,8 @@ B reads only the records A's rule escalates, the ones A was unsure of, where B's
 on all records overstates its precision (issue 52). So each cascade is reported twice: under B's
 all-records calibration (`all-records B`: what runs did before; misapplied), and under B's calibration
 measured on the calibration half's records the same rule escalates (`escalated B`: the one a run may
-certify them by; tasks.escalation). Each also gets a line for its escalated records alone, where the
+certify them by; tasks.escalation; `formwork eval --calibrate --from-run B --escalated-from A` stores it
+for runs). Each also gets a line for its escalated records alone, where the
 difference shows. Each calibration's claims hold together at its level (90%); a cascade's rest on two
 calibrations and hold together at their joint level (80%: tasks.escalation.joint_level), printed below.
 """

@@ -193,7 +193,8 @@ ADVICE: dict[Hint, Callable[[int, str], str]] = {
     "certify": lambda n, schema: (
         f"{n} value(s) are in fields their calibration could not certify on its gold (the run's summary "
         f"says each field's best bound): a stronger model run on its own (`formwork models`, `--model`; "
-        f"an escalation's values stay unsure until a calibration measured on escalated records exists), "
+        f"an escalation's values stay unsure unless that model is calibrated on the records escalated to "
+        f"it: `formwork eval --calibrate --from-run B --escalated-from A`), "
         f"more gold records for those fields, or one claim pooled over them "
         f"(`formwork eval GOLD.jsonl --schema {schema} --calibrate --claim pooled`)"
     ),
