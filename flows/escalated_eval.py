@@ -5,11 +5,10 @@ A cascade sends the stronger reader only the records its first reader leaves uns
 reader's calibration measured on all records overstates its precision (tasks.escalation). Here the
 first reader's eval run `A` is decided again under the calibration that reader's runs apply now (tasks.
 evaluation.replay: a record's readings do not depend on it), the records whose rows it leaves not `ok`
-are the escalated ones (tasks.escalation.escalated: as a run sends them, only rows left unsure in a
-field B's own calibration certifies where it has one, all of them where it has none), and the stronger
-reader's run `B` is calibrated on those alone. The calibration is stored for B's key and
-`escalated_from` naming A and its calibration (db.escalated_calibrations), so it certifies B's values
-only in rows that reader under that calibration escalated, and nothing else.
+are the escalated ones (tasks.escalation.escalated), and the stronger reader's run `B` is calibrated on
+those alone. The calibration is stored for B's key and `escalated_from` naming A and its calibration
+(db.escalated_calibrations), so it certifies B's values only in rows that reader under that calibration
+escalated, and nothing else.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from formwork.db.calibrations import applying, calibrated_policy, certified_fields, store_calibration
+from formwork.db.calibrations import applying, calibrated_policy, store_calibration
 from formwork.db.escalated_calibrations import first_identity
 from formwork.db.models import Record, Run, RunResult
 from formwork.db.session import session_factory
@@ -95,10 +94,7 @@ def escalated_calibration(session: Session, schema: Schema, golds: list[GoldReco
     row, label = found
     policy = calibrated_policy(row, label).policy
     _, first_rows = score_run(session, schema, first_run, golds, first.source)
-    # a run sends B only rows unsure in a field B's own calibration certifies (db.store.QueuePolicy); where
-    # it has none, every row the first reader leaves not `ok`
-    reach = certified_fields(session, second_key) or None
-    sent = set(escalated(schema, first_rows, policy.model, policy.claims, reach))  # type: ignore[arg-type]
+    sent = set(escalated(schema, first_rows, policy.model, policy.claims))  # type: ignore[arg-type]
     if not sent:
         raise ValueError(f"run {first_run}'s reader leaves none of these {len(golds)} gold records unsure "
                          f"under calibration {label}: nothing escalates to calibrate on")  # fmt: skip

@@ -52,7 +52,7 @@ from __future__ import annotations
 import copy
 import json
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -77,19 +77,16 @@ def joint_level(*levels: float) -> float:
     return max(0.0, 1.0 - sum(1.0 - level for level in levels))
 
 
-def escalated(schema: Schema, rows: Sequence[GoldRow], model: ScoreModel, claims: dict[str, FieldClaim],
-              reach: Collection[str] | None = None) -> list[str]:  # fmt: skip
+def escalated(schema: Schema, rows: Sequence[GoldRow], model: ScoreModel, claims: dict[str, FieldClaim]
+              ) -> list[str]:  # fmt: skip
     """The records whose rows the first reader leaves not `ok` under its calibration (`model`, `claims`):
     some value it keeps is not certified, or it keeps none. These are the ones its rule sends on, and a
-    calibration of the stronger reader measured on them is what may certify its values here. `reach`:
-    the fields the stronger reader certifies where that is known; a run sends it only rows left unsure in
-    one of them (db.store.QueuePolicy), so only those are its population."""
+    calibration of the stronger reader measured on them is what may certify its values here."""
     sent = []
     for row in rows:
         kept = kept_values(schema, row, model, claims)
-        unsure = {f for f, score, _ in kept if score is None or f not in claims or claims[f].threshold is None
-                  or score < claims[f].threshold}  # fmt: skip
-        if (not kept and reach is None) or (unsure and (reach is None or unsure & set(reach))):
+        thresholds = [(score, claims[f].threshold if f in claims else None) for f, score, _ in kept]
+        if not kept or not all(s is not None and t is not None and s >= t for s, t in thresholds):
             sent.append(row.record)
     return sent
 

@@ -183,9 +183,6 @@ def test_the_escalated_records_are_those_the_first_reader_leaves_not_ok(schema: 
     rows = [GoldRow(key, _verdict(schema, who).trust or [], GOLD) for key, who in (("a", 0.99), ("b", 0.5))]
     assert escalated(schema, rows, ALONE, claims(0.9)) == ["b"]
     assert escalated(schema, rows, ALONE, claims(None)) == ["a", "b"]  # it certifies nothing: all go
-    # a run sends the stronger reader only rows unsure in a field it certifies (db.store.QueuePolicy)
-    assert escalated(schema, rows, ALONE, claims(0.9), reach={"who"}) == ["b"]
-    assert escalated(schema, rows, ALONE, claims(0.9), reach={"project"}) == []
 
 
 def _gold(tmp_path: Path, keys: list[str]) -> Path:
