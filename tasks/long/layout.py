@@ -6,9 +6,11 @@ with the same number of `|` (or tab) separators; a mail message starts at a `Fro
 amount (a currency sign or code beside a number, or a number with two decimals, OCR's `l`, `O` and `S`
 for 1, 0 and 5 allowed beside a sign), may start with a date, may be a quantity line ("2 @ £2.75",
 "0.915 kg @ £0.73/kg", "２コ×単１１９") that belongs to the line above it, or a summary (a total, a
-balance, tax, change: 合計, 小計, お釣り, Kontostand ...) that states a header field, never an item, but
-for a dated tax line in a dated list (a folio's "City tax"), which is a charge. Full-width
-digits and spaces are read as their ASCII forms (NFKC).
+balance, tax, change, tender, rounding, points, a count: 合計, 小計, お釣り, Kontostand, CASH, ROUNDING ADJ
+...; tasks/long/non_items.py) that states a header field or the till's tail, never an item, but for a
+dated tax line in a dated list (a folio's "City tax"), which is a charge. A date of two numbers is one
+a calendar has, on a line that is more than an amount: an OCR'd till's boxes ("15.25", "6.21") are
+amounts. Full-width digits and spaces are read as their ASCII forms (NFKC).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import cached_property
+
+from formwork.tasks.long.non_items import ADJUSTMENTS, TAXES, TENDER, TOTALS, states
 
 MESSAGE = re.compile(
     r"^(?:From: |-{2,} ?(?:Original Message|Forwarded message)|On .{3,200} wrote:\s*$"
@@ -34,21 +38,17 @@ MONEY = re.compile(
     r"|(?<![\d.,])\d{1,3}(?:[,.' ]\d{3})*[.,]\d\d(?![.,]?\d)"  # 1,234.56, 12,50 (not 03.05.2024)
     r"|\d+(?:[.,]\d+)? ?(?:元|円|€|EUR|USD|GBP|CHF|kr)"  # 125.96元, 45,90 €
 )
+BARE = re.compile(rf"[-+]? ?(?:{MONEY.pattern})")
 MONTH = (
     r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mär|mai|okt|dez|janv|févr|avr|juin|juil|août"
     r"|déc|ene|abr|ago|dic)[a-zéû]*\.?"
 )
 DATED = re.compile(
-    r"^\s*(?:\d{4}[-/.年] ?\d{1,2}[-/.月] ?\d{1,2}|\d{1,2}[-/.]\d{1,2}(?:[-/.]\d{2,4}|\.)?(?![\d.,])"
+    r"^\s*(?:\d{4}[-/.年] ?\d{1,2}[-/.月] ?\d{1,2}"
+    r"|(?P<a>\d{1,2})[-/.](?P<b>\d{1,2})(?:[-/.]\d{2,4}|\.)?(?![\d.,])"
     rf"|\d{{1,2}}\.? ?{MONTH}|{MONTH} \d{{1,2}}\b|\d{{1,2}}月 ?\d{{1,2}}日)",
     re.IGNORECASE,
 )
-TOTALS = re.compile(
-    r"(?i)\b(?:sub-?\s?total|totals?|balance|amount due|change|summe|gesamt|zwischensumme|saldo|montant"
-    r"|importe|kontostand|übertrag|vortrag|solde|brought forward|carried forward)\b"
-    r"|小\s*計|合\s*計|小\s*计|合\s*计|总\s*计|お\s*預\s*り|お\s*釣\s*り|本期"
-)
-TAXES = re.compile(r"(?i)\b(?:vat|tax|mwst)\b|消\s*費\s*税")
 QUANTITY = re.compile(
     r"^\s*\d+(?:[.,]\d+)? ?(?:x\b|×|@|kg\b|g\b|lb\b|pcs?\b|st\b|コ|個|点|本|枚|パック)", re.I
 )
@@ -81,18 +81,38 @@ class Line:
 
     @property
     def dated(self) -> bool:
-        return DATED.match(self.shown) is not None
+        """Whether the line opens with a date. Two numbers ("02.05.", "05/02") are a date only where one
+        can be a month and both a day, and on a line that is more than an amount: an OCR'd till prints
+        each amount as a box of its own ("15.25", "6.21"), and a statement's line has its text."""
+        found = DATED.match(self.shown)
+        if found is not None and found["a"] is not None and self.bare:
+            return False
+        if found is None or found["a"] is None:
+            return found is not None
+        low, high = sorted((int(found["a"]), int(found["b"])))
+        return 1 <= low <= 12 and high <= 31
 
     @property
     def summary(self) -> bool:
-        """A total, a balance, change or tax: a header field's line, never an item's."""
-        return self.totals or TAXES.search(self.shown) is not None
+        """A total, a balance, change, tax, tender, rounding, points, a count or a thank-you: a header
+        field's line or the till's tail, never an item's (tasks/long/non_items.py)."""
+        return self.totals or states(TAXES, self.shown) or states(TENDER, self.shown)
 
     @property
     def totals(self) -> bool:
         """A total, a balance carried or brought forward, change: a summary even where it is dated (a
         dated tax line on a statement or a folio, "09.04.24 City tax 2 7.00", is a charge)."""
-        return TOTALS.search(self.shown) is not None
+        return states(TOTALS, self.shown)
+
+    @property
+    def adjustment(self) -> bool:
+        """A discount or promotion under an item: no item of its own (tasks/long/non_items.py)."""
+        return states(ADJUSTMENTS, self.shown)
+
+    @property
+    def bare(self) -> bool:
+        """Only an amount: an OCR'd till's box under its label ("ITEM DISCOUNT", then "0.00")."""
+        return BARE.fullmatch(self.shown.strip()) is not None
 
     @property
     def quantity(self) -> bool:

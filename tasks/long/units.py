@@ -11,9 +11,11 @@ asked for one line at a time it misses almost none. So a list is cut where its w
   starts at each dated line, whose date is the item's; otherwise (a receipt) at each line with an
   amount, or at a name line whose quantity line ("2 @ £2.75", "0.915 kg @ £0.73/kg") follows. A unit
   takes the lines that continue it: a quantity line, an indented line (a wrapped description, a
-  foreign-currency note). A blank line or a summary (a total, a balance, tax, change) ends a unit,
-  and on a receipt the first summary after the items ends the list (what follows is tender and
-  change). A line with no digit between units is a section heading ("PENDING TRANSACTIONS",
+  foreign-currency note). A blank line or a summary (a total, a balance, tax, change, tender,
+  rounding) ends a unit, and on a receipt the first summary after the items that states a value
+  ("TOTAL 9.00", or "TOTAL:" and "9.00" in an OCR'd till's boxes) ends the list (what follows is
+  tender and change); a promotion under an item ("ITEM PROMO @12.99", "-2.57") is no unit. A line
+  with no digit between units is a section heading ("PENDING TRANSACTIONS",
   "Payments and credits"): the units under it are shown it, so a model can tell that they hold no
   expense.
 What is not in a unit is the **header** text (the vendor, the date, the card holder, the totals),
@@ -162,7 +164,23 @@ def _starts(lines: list[Line]) -> tuple[list[int], bool]:
         i for i, line in enumerate(lines[:-1])
         if not line.blank and not line.money and not line.summary and lines[i + 1].quantity
     ]  # fmt: skip
-    return sorted({*priced, *named}), False
+    valued = {i + 1 for i, line in enumerate(lines[:-1]) if line.adjustment and lines[i + 1].bare}
+    items = [i for i in priced if not lines[i].adjustment and i not in valued]  # a promotion is no item
+    return sorted({*items, *named}), False
+
+
+def _states_value(lines: list[Line], index: int) -> bool:
+    """Whether the summary at `index` states a value: a digit on its line, an amount alone on one of the
+    next two lines with more than punctuation, or a count alone under a label ("TOTAL QTY:", "25"), as
+    an OCR'd till prints "TOTAL:" and "9.00", "SUBTOTAL", ":" and "81.80", or "TOTAL INC. GST", "6%:"
+    and "758.70" in boxes of their own. A column named "TOTAL(RM) TAX" over a quantity, or a "TAX
+    INVOICE" title under an address that reads as an amount ("31,31A, JALAN HANG TUAH 9,"), states none
+    and ends no list."""
+    if lines[index].digits:
+        return True
+    after = [line for line in lines[index + 1 :] if any(c.isalnum() for c in line.shown)][:2]
+    counted = bool(after) and lines[index].shown.rstrip().endswith(":") and after[0].shown.strip().isdigit()
+    return counted or any(line.bare for line in after)
 
 
 def _lines(text: str) -> list[Unit]:
@@ -191,7 +209,7 @@ def _lines(text: str) -> list[Unit]:
         elif line.blank or line.summary:
             close()
             first = None
-            if line.summary and not dated and units:
+            if line.summary and not dated and units and _states_value(lines, index):
                 break  # a receipt's list ends at its total: tender and change follow
         elif first is not None and (line.quantity or line.indent > first.indent or (dated and line.digits)):
             last = index  # it continues the unit: a quantity line, a wrapped line, a currency note
