@@ -85,6 +85,17 @@ def first_readers(session: Session, record_ids: list[int], schema_name: str, ver
     return readers
 
 
+def escalation_reach(session: Session, key: CalibrationKey | None, applied: dict[str, Any] | None,
+                     own: tuple[str, ...] | None) -> tuple[str, ...] | None:  # fmt: skip
+    """The fields an escalation to the reader with `key` is sent for, from a run that applied `applied`:
+    where a calibration of that reader measured on this first reader's escalations exists, None (every
+    row the first reader leaves unsure, the records that calibration was measured on, so it speaks for
+    exactly those); else `own`, the fields that reader's all-records calibration certifies."""
+    if key is None or (first := applied_calibration(session, applied)) is None:
+        return own
+    return None if find_escalated(session, key, first_identity(first)) is not None else own
+
+
 def find_escalated(session: Session, key: CalibrationKey, first: str) -> Calibration | None:
     """The newest calibration of the reader with `key` measured on the records `first` escalates."""
     columns = {name: getattr(Calibration, name) for name in KEY_FIELDS}

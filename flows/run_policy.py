@@ -1,6 +1,8 @@
 """What a run holds its values to, decided once when it opens: the calibration that applies (or the
 measuring policy of `formwork eval --calibrate`), what the run records about it, and which fields the
-escalation's reader certifies (a row unsure only of others is not sent to it: db.store.QueuePolicy).
+escalation's reader certifies (a row unsure only of others is not sent to it: db.store.QueuePolicy), or
+every field where that reader has a calibration measured on this run's escalations (db.escalated_
+calibrations.escalation_reach).
 
 Kept apart from the runner so that what a run promises is read in one place, as `formwork run`,
 `formwork eval` and the reprocessing flow all open their runs through it.
@@ -15,6 +17,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from formwork.db.calibrations import certified_fields, policy_for
+from formwork.db.escalated_calibrations import escalation_reach
 from formwork.schemas.registry import Schema
 from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.confidence.policy import Policy
@@ -49,8 +52,10 @@ def run_policy(session: Session, settings: Settings, schema: Schema, engines: tu
             found = policy_for(session, key)
             options, applied = found.applied_to(options), found.applied
         applied = applied | {"key": key.as_dict()}  # what rows like these calibrate (eval, audit)
-    reach = (certified_fields(session, escalation_key(settings, schema, engines))
-             if settings.escalate_to and not (escalating or measuring) else None)  # fmt: skip
+    reach = None
+    if settings.escalate_to and not (escalating or measuring):
+        stronger = escalation_key(settings, schema, engines)
+        reach = escalation_reach(session, stronger, applied, certified_fields(session, stronger))
     return RunPolicy(options, applied, reach)
 
 

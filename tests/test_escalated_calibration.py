@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from formwork.db.calibrations import find_calibration, policy_for, shipped_data, store_calibration
 from formwork.db.escalated_calibrations import (
     escalated_run_policy,
+    escalation_reach,
     find_escalated,
     first_identity,
     first_readers,
@@ -177,6 +178,27 @@ def test_without_a_calibration_on_escalated_records_the_stronger_readers_values_
     by_path = {t["path"]: t for t in row.trust}
     assert by_path["who"]["certified_by"] is None and by_path["who"]["why"] == MEASURED_ON_ALL
     assert row.status != "ok"
+
+
+def test_a_run_sends_every_unsure_row_where_the_stronger_reader_was_measured_on_its_escalations(
+    db_url: str, schema: Schema
+) -> None:
+    """Without a calibration measured on the first reader's escalations, a run escalates rows unsure in
+    the fields the stronger reader's own calibration certifies; with one, every row the first reader
+    leaves unsure (reach None), the records it was measured on; a first reader under another calibration
+    still goes by the stronger reader's own fields."""
+    small, large = _key(schema, "small", "one-pass"), _key(schema, "large", "two-pass")
+    with session_factory(db_url)() as session:
+        first, stricter = _store(session, small, 0.9), _store(session, small, 0.95)
+        session.commit()
+        applied = {"calibration": first.id, "key": small.as_dict()}
+        assert escalation_reach(session, large, applied, ("amount",)) == ("amount",)
+        _store(session, large, 0.5, escalated_from=first_identity(first))
+        session.commit()
+        assert escalation_reach(session, large, applied, ("amount",)) is None
+        other = {"calibration": stricter.id, "key": small.as_dict()}
+        assert escalation_reach(session, large, other, ("amount",)) == ("amount",)
+        assert escalation_reach(session, large, None, ()) == ()  # the run applied no calibration
 
 
 def test_the_escalated_records_are_those_the_first_reader_leaves_not_ok(schema: Schema) -> None:
