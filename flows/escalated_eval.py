@@ -20,7 +20,8 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from formwork.db.calibrations import applying, calibrated_policy, store_calibration
+from formwork.db.calibration_store import store_calibration
+from formwork.db.calibrations import applying, calibrated_policy
 from formwork.db.escalated_calibrations import first_identity
 from formwork.db.models import Record, Run, RunResult
 from formwork.db.session import session_factory

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from formwork.db.calibrations import export_calibration, store_calibration
+from formwork.db.calibration_store import export_calibration, store_calibration
 from formwork.db.models import ModelCall, Run
 from formwork.db.queries import result_rows
 from formwork.flows.delivered import every_value, top_fields

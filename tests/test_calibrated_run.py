@@ -85,7 +85,7 @@ def test_a_fresh_database_uses_the_shipped_calibration_of_its_key_and_says_so(
 ) -> None:
     """A calibration made here, exported as a shipped file: a run on a database with none of its own
     applies it and its summary names it."""
-    from formwork.db.calibrations import export_calibration
+    from formwork.db.calibration_store import export_calibration
     from formwork.tasks.evaluation import shipped
 
     monkeypatch.setenv("FORMWORK_REASONING_MAX_TOKENS", "32")

@@ -235,7 +235,8 @@ def test_a_stale_calibration_no_longer_applies_and_the_summary_says_why(
 def test_a_shipped_calibration_applies_without_a_database_and_one_of_the_users_overrides_it(
     any_db_url: str, tmp_path, monkeypatch
 ) -> None:
-    from formwork.db.calibrations import export_calibration, policy_for, statement
+    from formwork.db.calibration_store import export_calibration
+    from formwork.db.calibrations import policy_for, statement
     from formwork.db.session import session_factory
     from formwork.tasks.evaluation import shipped
 
@@ -282,7 +283,7 @@ def test_a_shipped_calibration_applies_without_a_database_and_one_of_the_users_o
 def test_a_shipped_file_whose_numbers_do_not_certify_is_refused(tmp_path, damage, caplog) -> None:
     from datetime import datetime
 
-    from formwork.db.calibrations import shipped_data
+    from formwork.db.calibration_store import shipped_data
     from formwork.tasks.evaluation.shipped import find_shipped, read_shipped
 
     row = _row(_key())

@@ -16,7 +16,8 @@ import pytest
 from sqlalchemy import select
 from typer.testing import CliRunner
 
-from formwork.db.calibrations import find_calibration, policy_for, shipped_data, store_calibration
+from formwork.db.calibration_store import shipped_data, store_calibration
+from formwork.db.calibrations import find_calibration, policy_for
 from formwork.db.escalated_calibrations import (
     escalated_run_policy,
     escalation_reach,

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from formwork.db.calibrations import policy_for, store_calibration
+from formwork.db.calibration_store import store_calibration
+from formwork.db.calibrations import policy_for
 from formwork.db.session import session_factory
 from formwork.schemas.registry import load_schema
 from formwork.tasks.confidence.certify import LEVEL, FieldClaim, Scored, certify, field_level, lower_bound

@@ -21,7 +21,7 @@ from formwork.tasks.confidence.certify import TARGET
 
 if TYPE_CHECKING:
     from formwork.db.audits import AuditSet
-    from formwork.db.calibrations import Change
+    from formwork.db.calibration_changes import Change
     from formwork.tasks.evaluation.audit import AuditReport
 
 audit = typer.Typer(
@@ -230,7 +230,9 @@ def calibrate(
     from sqlalchemy.exc import IntegrityError
 
     from formwork.db.audits import AuditProblem, next_look, read_audits, run_key, take_look
-    from formwork.db.calibrations import AUDIT, applying, changes, policy_for, statement, store_calibration
+    from formwork.db.calibration_changes import changes
+    from formwork.db.calibration_store import store_calibration
+    from formwork.db.calibrations import AUDIT, applying, policy_for, statement
     from formwork.tasks.confidence.certify import terms
     from formwork.tasks.evaluation.audit import look_level, needed
     from formwork.tasks.evaluation.calibration import calibrate as fit_and_certify

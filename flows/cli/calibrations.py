@@ -43,7 +43,7 @@ PARTS = {"schema_version": "schema version", "schema_hash": "schema body", "mode
 
 def certifies(row: Calibration) -> str:
     """Each field certified at its target and threshold, then those it does not certify."""
-    from formwork.db.calibrations import claims_of
+    from formwork.db.calibration_changes import claims_of
 
     claims = claims_of(row).values()
     kept = [f"{c.field} {c.target:.0%} from {c.threshold:g}" for c in claims if c.certified]
@@ -162,7 +162,9 @@ def _missing(db: str | None) -> str | None:
 def _add_rows(table: Table, session: Session | None, settings: Settings, schemas: dict[str, Schema | str],
               refused: dict[str, None]) -> None:  # fmt: skip
     """One row per stored calibration (oldest first), then per shipped one."""
-    from formwork.db.calibrations import shipped_row, source_of, stored_calibrations
+    from formwork.db.calibration_changes import source_of
+    from formwork.db.calibration_store import stored_calibrations
+    from formwork.db.calibrations import shipped_row
     from formwork.tasks.evaluation.shipped import shipped_files
 
     found: list[tuple[Calibration, int | str]] = []
@@ -188,7 +190,8 @@ def remove(
     db: DbOption = None,
 ) -> None:
     """Remove a stored calibration: runs with its key then apply the next one (stored, else shipped)."""
-    from formwork.db.calibrations import CalibrationProblem, policy_for, remove_calibration, statement
+    from formwork.db.calibration_store import CalibrationProblem, remove_calibration
+    from formwork.db.calibrations import policy_for, statement
     from formwork.tasks.evaluation.key import CalibrationKey
 
     with opened(db, write=True) as session:
