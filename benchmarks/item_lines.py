@@ -10,8 +10,13 @@ a long list read item by item uses. Per receipt:
 - units: the units cut;
 - non-item units: units none of whose lines is an item's (a total, a tax line, cash, change, rounding,
   a promotion line): each is read by the model as a unit and may come back as an extra item;
-- items lost: items none of whose lines stands in a unit (read by no unit, so never extracted).
-`--show` prints each non-item unit's text. Receipts held out (examples/gold/real/sroie-held-out.txt)
+- items lost: items none of whose lines stands in a unit (read by no unit, so never extracted);
+- bare units: units with no description, only numbers, amounts and codes ("15.90", "1 / 3.55 / SR"): a
+  model reads a price there with no name, and the name's unit without its price; described, a unit has
+  a word of four letters or more, or two words of letters on one line ("CN PEAR");
+- merged units: units that hold lines of two items or more (each is read as one item: one is lost).
+The last row gives the units per labelled item: 1.0 where each unit is one item's row. `--show` prints
+each non-item, bare and merged unit's text. Receipts held out (examples/gold/real/sroie-held-out.txt)
 are refused by name before any text is read.
 """
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +34,17 @@ ROOT = Path(__file__).resolve().parents[1]
 LABELS = ROOT / "benchmarks" / "data" / "sroie_item_lines.json"
 TEXTS = ROOT / "examples" / "gold" / "real" / "shop_receipt_sroie.jsonl"
 HELD_OUT = ROOT / "examples" / "gold" / "real" / "sroie-held-out.txt"
+COUNTS = ("items", "units", "non_item_units", "items_lost", "bare_units", "merged_units")
+LONG_WORD = re.compile(r"[A-Za-z]{4,}")
+LETTER_WORD = re.compile(r"(?<![\w.])[A-Za-z]{2,}(?![\w.])")
+
+
+def described(unit_text: str) -> bool:
+    """Whether a unit names something: a word of four letters or more, or two words of letters on one
+    line ("CN PEAR"); a tax code beside numbers ("SR", "ZRL", "15.56SR") names nothing."""
+    return any(
+        LONG_WORD.search(line) or len(LETTER_WORD.findall(line)) >= 2 for line in unit_text.split("\n")
+    )
 
 
 def held_out_ids() -> set[str]:
@@ -56,24 +73,36 @@ def measure(text: str, items: list[list[int]]) -> dict[str, Any]:
     covered = [range(text.count("\n", 0, u.start), text.count("\n", 0, u.end) + 1) for u in units]
     non_items = [u for u, lines in zip(units, covered, strict=True) if not any(n in item_of for n in lines)]
     reached = {item_of[n] for lines in covered for n in lines if n in item_of}
+    bare = [u for u in units if not described(u.text(text))]
+    merged = [
+        u
+        for u, lines in zip(units, covered, strict=True)
+        if len({item_of.get(n) for n in lines} - {None}) > 1
+    ]
     return {
         "items": len(items),
         "units": len(units),
         "non_item_units": len(non_items),
         "items_lost": len(items) - len(reached),
-        "shown": [u.text(text).replace("\n", " / ") for u in non_items],
+        "bare_units": len(bare),
+        "merged_units": len(merged),
+        "shown": [
+            f"{kind}: {u.text(text).replace(chr(10), ' / ')}"
+            for kind, found in (("no item", non_items), ("bare", bare), ("merged", merged))
+            for u in found
+        ],
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--show", action="store_true", help="print each non-item unit's text")
+    parser.add_argument("--show", action="store_true", help="print the non-item, bare and merged units")
     args = parser.parse_args()
     receipts = json.loads(LABELS.read_text(encoding="utf-8"))["receipts"]
     texts = texts_of({r["id"] for r in receipts})
-    print("| receipt | items | units | non-item units | items lost |")
-    print("|---|---|---|---|---|")
-    sums = dict.fromkeys(("items", "units", "non_item_units", "items_lost"), 0)
+    print("| receipt | items | units | non-item units | items lost | bare units | merged units |")
+    print("|---|---|---|---|---|---|---|")
+    sums = dict.fromkeys(COUNTS, 0)
     for receipt in receipts:
         row = measure(texts[receipt["id"]], receipt["items"])
         counts = " | ".join(str(row[key]) for key in sums)
@@ -83,6 +112,7 @@ def main() -> None:
         for shown in row["shown"] if args.show else []:
             print(f"    {shown}")
     print(f"| all | {' | '.join(str(n) for n in sums.values())} |")
+    print(f"units per labelled item: {sums['units'] / sums['items']:.2f}")
 
 
 if __name__ == "__main__":
