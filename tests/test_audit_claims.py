@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from formwork.flows.audit import _note
 from formwork.flows.cli import app
-from formwork.flows.cli.audit import _claims_table
+from formwork.flows.cli.audit_check import _claims_table
 from formwork.schemas.registry import load_schema
 from formwork.tasks.confidence.certify import LEVEL, field_level, values_needed
 from formwork.tasks.confidence.readings import PathReading
