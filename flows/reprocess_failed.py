@@ -25,13 +25,14 @@ A retry is read by the reader whose run queued it (its entry's `setup`, NAME@MOD
 per reader): a catalogue model by its name, a server or GGUF file as this worker's settings name it, in
 the entry's mode. Where the worker's settings do not open that reader, its claims are given back, never
 read by another reader (whose row the result would then be, leaving the entry unsettled).
+
+Opening those readers is flows.reprocess_readers; naming this worker and finding this host's dead ones,
+flows.queue_worker.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import socket
 from collections import defaultdict
 from contextlib import ExitStack
 from dataclasses import replace
@@ -43,21 +44,17 @@ from prefect import get_run_logger
 from formwork.db.claims import mark_crashed, mark_gone, queue_workers
 from formwork.db.escalated_calibrations import FirstReader, escalated_run_policy, first_readers
 from formwork.db.queries import RunSummary
-from formwork.db.queue import Claim, claim_due, give_back, record_failure, release_stale, settle_changed_texts
+from formwork.db.queue import Claim, claim_due, record_failure, release_stale, settle_changed_texts
 from formwork.db.session import session_factory
 from formwork.flows.chunk import RunContext
-from formwork.flows.run_policy import reader_settings, with_stored_reader
-from formwork.flows.run_start import checked_engines, new_context, reader_setup, replay_journals
+from formwork.flows.queue_worker import dead_here, worker_name
+from formwork.flows.reprocess_readers import Reader, open_reader
+from formwork.flows.run_start import new_context, replay_journals
 from formwork.flows.runner import chunked, run_chunks
 from formwork.flows.secret_free import secret_free_flow
 from formwork.schemas.registry import Schema, SchemaProblem, load_checked_body, load_checked_schema
-from formwork.tasks.engines.models import CATALOGUE
 from formwork.tasks.redact import redact
 from formwork.tasks.settings import Settings
-
-
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def secret_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
@@ -67,13 +64,7 @@ def secret_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in overrides.items() if k in secret or redact(str(v)) != str(v)}
 
 
-Reader = tuple[str | None, str | None]  # (an escalation's stronger reader, or None; a retry's setup, or None)
 Group = tuple[str, int, str, Reader, FirstReader | None]  # schema, version, body, reader, escalated from
-
-
-class ReaderUnavailable(RuntimeError):
-    """The reader some claimed entries need cannot be opened (its server is down, its model missing);
-    their claims are given back before this is raised."""
 
 
 @secret_free_flow("reprocess_failed")
@@ -132,7 +123,7 @@ def reprocess_failed(
                 continue
             if reader not in opened:
                 waiting = [group, *(later for _, later in pending)]
-                opened[reader] = _open(stack, sessions, worker, settings, reader, waiting)
+                opened[reader] = open_reader(stack, sessions, worker, settings, reader, waiting)
             reading, engines = opened[reader]
             context = new_context(
                 sessions, reading, schema, engines, flow="reprocess_failed", source=schema.source,
@@ -165,71 +156,6 @@ def _on_escalated(sessions: Any, context: RunContext, first: FirstReader | None)
     if found is None:
         return context
     return replace(context, options=found.applied_to(context.options), measured_on_escalated=True)
-
-
-def dead_here(workers: set[str], own: str) -> set[str]:
-    """Of `workers` (named `host:pid`, worker_name), those of this host whose process is gone.
-
-    A pid another process has since taken looks alive: that worker is then found dead by its heartbeat,
-    a run lease later (db.claims.mark_crashed), as a worker of another host always is."""
-    host = socket.gethostname()
-    gone = set()
-    for name in workers - {own}:
-        where, _, pid = name.rpartition(":")
-        if where == host and pid.isdigit() and not _alive(int(pid)):
-            gone.add(name)
-    return gone
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's process (PermissionError): alive
-        return True
-    return True
-
-
-def retry_settings(settings: Settings, setup: str) -> Settings:
-    """The settings that read again a retry the reader `setup` (NAME@MODE, its entry's) queued: a catalogue
-    model by its name in its mode; another model (a server's, a GGUF file) as this worker's settings name
-    it, in the entry's mode; an entry with no reader ("", from before readers were kept) the worker's."""
-    if not setup:
-        return with_stored_reader(settings)
-    name, _, mode = setup.rpartition("@")
-    chosen: dict[str, Any] = {"mode": mode}
-    if name in CATALOGUE:
-        chosen |= {"engine": "local", "local_model": name, "local_model_path": None}
-    return with_stored_reader(settings.model_copy(update=chosen))
-
-
-def _open(stack: ExitStack, sessions: Any, worker: str, settings: Settings, reader: Reader,
-          waiting: list[list[Claim]]) -> tuple[Settings, Any]:  # fmt: skip
-    """The settings and opened engines of `reader`: an escalation's stronger reader, or (None, setup) the
-    reader that queued retries; where it cannot be opened, or opens as another reader than the retries
-    wait for, give back the claims not yet read (`waiting`) and raise ReaderUnavailable, one line."""
-    stronger, setup = reader
-    reading = (
-        retry_settings(settings, setup or "") if stronger is None else reader_settings(settings, stronger)
-    )
-    try:
-        engines = stack.enter_context(checked_engines(reading))
-        opened_as = reader_setup(reading, engines[1])
-        if setup and opened_as != setup:
-            raise RuntimeError(
-                f"this worker's settings read as {opened_as}: name that reader's server or file"
-            )
-        return reading, engines
-    except Exception as exc:  # whatever stops it opening, the claims must not outlive this worker
-        with sessions() as session:
-            count = give_back(session, worker, [c.entry_id for group in waiting for c in group])
-        who = f"the stronger reader {stronger}" if stronger else f"the retries' reader {setup}".rstrip()
-        fix = ("start it, or read them with another (`formwork retry --escalate-to ...`)" if stronger
-               else "start it, or run `formwork retry` with its settings (`--set`)")  # fmt: skip
-        raise ReaderUnavailable(
-            redact(f"{who} cannot be opened ({exc}); {count} claimed queue entries are waiting again: {fix}")
-        ) from exc  # fmt: skip
 
 
 def _schema_of(sessions: Any, group: list[Claim], max_attempts: int) -> Schema | None:

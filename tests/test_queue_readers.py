@@ -19,7 +19,8 @@ from formwork.db.queue import claim_due, record_failure
 from formwork.db.session import alembic_config, session_factory
 from formwork.db.store import QueuePolicy, save_outcomes, start_run, store_records
 from formwork.flows.batch_extract import batch_extract
-from formwork.flows.reprocess_failed import ReaderUnavailable, reprocess_failed, retry_settings
+from formwork.flows.reprocess_failed import reprocess_failed
+from formwork.flows.reprocess_readers import ReaderUnavailable, retry_settings
 from formwork.schemas.registry import load_schema
 from formwork.tasks.calls import CallLog, Outcome
 from formwork.tasks.settings import Settings

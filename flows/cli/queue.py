@@ -55,7 +55,8 @@ def retry(
 
     from formwork.db.keeping import DatabaseUnavailable
     from formwork.flows.prefect_env import cli_flows, explained
-    from formwork.flows.reprocess_failed import ReaderUnavailable, reprocess_failed, secret_overrides
+    from formwork.flows.reprocess_failed import reprocess_failed, secret_overrides
+    from formwork.flows.reprocess_readers import ReaderUnavailable
     from formwork.flows.run_guards import RunStopped
     from formwork.tasks.settings import Settings
 
