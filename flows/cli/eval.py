@@ -211,7 +211,7 @@ def eval_gold(
     """Run gold records through the pipeline, score them, store the scores, print tables, and draw a chart
     where `--chart` names a file (none by default: no file appears in the folder it was run from)."""
     from formwork.flows.evaluate import evaluate
-    from formwork.flows.prefect_env import cli_flows
+    from formwork.flows.prefect_env import cli_flows, explained
     from formwork.schemas.registry import SchemaProblem
     from formwork.tasks.engines.base import EngineError
     from formwork.tasks.evaluation.gold import GoldProblem
@@ -231,10 +231,16 @@ def eval_gold(
                    half=half, limit=limit, db=db, reader=reader)  # fmt: skip
         return
     shown = ", ".join(map(str, gold))
-    err.print(f"evaluating {shown} ({', '.join(modes or ['the configured mode'])}); this runs the model")
+    does = f"replays run {from_run}'s stored readings, no model call" if from_run else "this runs the model"
+    err.print(f"evaluating {shown} ({', '.join(modes or ['the configured mode'])}); {does}")
     url = open_database(db)  # a mistyped or unreachable database: one line, before the model and Prefect
     try:
-        with cli_flows(), database_in_environment(url), settings_in_environment(reader):  # never parameters
+        with (
+            cli_flows(),
+            explained(GoldProblem, SchemaProblem, EngineError, ValueError, ImportError),
+            database_in_environment(url),
+            settings_in_environment(reader),  # never parameters
+        ):
             reports = evaluate(
                 ",".join(map(str, gold)), schema, modes=modes, limit=limit,
                 chart=str(chart) if chart else None,
