@@ -4,7 +4,7 @@ field" (issue 52 points 2 and 6). No model: the claims are checked here from cou
 
 from __future__ import annotations
 
-from formwork.flows.cli.eval import _claim
+from formwork.flows.cli.eval_reports import _claim
 from formwork.tasks.confidence.certify import LEVEL
 from formwork.tasks.evaluation.verification import check
 

@@ -14,7 +14,7 @@ from typing import Any
 from formwork.db.session import session_factory
 from formwork.db.store import QueuePolicy, finish_run, save_outcomes, start_run, store_records
 from formwork.flows.cli.common import out
-from formwork.flows.cli.eval import print_reports
+from formwork.flows.cli.eval_reports import print_reports
 from formwork.flows.eval_steps import score_run
 from formwork.tasks.calls import Outcome
 from formwork.tasks.decide import decide

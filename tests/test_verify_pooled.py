@@ -151,7 +151,7 @@ def test_a_replayed_run_counts_a_list_field_by_record() -> None:
 def test_eval_verify_prints_the_pooled_claim_as_one_labelled_line(db_url: str) -> None:
     """What `formwork eval --verify` prints for a pooled calibration: one line for the pool, named as
     pooled, with its numbers; none for its fields one by one."""
-    from formwork.flows.cli.eval import _claim
+    from formwork.flows.cli.eval_reports import _claim
     from formwork.flows.eval_steps import verified
 
     claims = certify(_values("a", 100) + _values("b", 100), ["a", "b"], pooled=["a", "b"])
