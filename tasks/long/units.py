@@ -17,7 +17,9 @@ asked for one line at a time it misses almost none. So a list is cut where its w
   tender and change); a promotion under an item ("ITEM PROMO @12.99", "-2.57") is no unit. A line
   with no digit between units is a section heading ("PENDING TRANSACTIONS",
   "Payments and credits"): the units under it are shown it, so a model can tell that they hold no
-  expense.
+  expense. A receipt OCR'd one box a line (a code, a quantity, each price and the description on lines
+  of their own) is cut in item rows instead, each unit an item's boxes with its description
+  (tasks/long/box_rows.py).
 What is not in a unit is the **header** text (the vendor, the date, the card holder, the totals),
 read once for the header fields: the text with the units taken out.
 """
@@ -29,6 +31,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from formwork.tasks.grounding.anchors import ANCHOR, anchored_reference, latest_stated_day
+from formwork.tasks.long.box_rows import box_rows, states_value
 from formwork.tasks.long.layout import (
     MESSAGE,
     QUOTED_MESSAGE,
@@ -169,25 +172,14 @@ def _starts(lines: list[Line]) -> tuple[list[int], bool]:
     return sorted({*items, *named}), False
 
 
-def _states_value(lines: list[Line], index: int) -> bool:
-    """Whether the summary at `index` states a value: a digit on its line, an amount alone on one of the
-    next two lines with more than punctuation, or a count alone under a label ("TOTAL QTY:", "25"), as
-    an OCR'd till prints "TOTAL:" and "9.00", "SUBTOTAL", ":" and "81.80", or "TOTAL INC. GST", "6%:"
-    and "758.70" in boxes of their own. A column named "TOTAL(RM) TAX" over a quantity, or a "TAX
-    INVOICE" title under an address that reads as an amount ("31,31A, JALAN HANG TUAH 9,"), states none
-    and ends no list."""
-    if lines[index].digits:
-        return True
-    after = [line for line in lines[index + 1 :] if any(c.isalnum() for c in line.shown)][:2]
-    counted = bool(after) and lines[index].shown.rstrip().endswith(":") and after[0].shown.strip().isdigit()
-    return counted or any(line.bare for line in after)
-
-
 def _lines(text: str) -> list[Unit]:
     lines = lines_of(text)
     starts, dated = _starts(lines)
     if not starts:
         return []
+    rows = [] if dated else box_rows(lines)
+    if rows:  # an OCR'd till, one box a line: a unit is an item's row (tasks/long/box_rows.py)
+        return [Unit(lines[first].start, lines[last].end) for first, last in rows]
     units: list[Unit] = []
     first: Line | None = None  # the first line of the unit being gathered
     last, heading = 0, ""
@@ -209,7 +201,7 @@ def _lines(text: str) -> list[Unit]:
         elif line.blank or line.summary:
             close()
             first = None
-            if line.summary and not dated and units and _states_value(lines, index):
+            if line.summary and not dated and units and states_value(lines, index):
                 break  # a receipt's list ends at its total: tender and change follow
         elif first is not None and (line.quantity or line.indent > first.indent or (dated and line.digits)):
             last = index  # it continues the unit: a quantity line, a wrapped line, a currency note
