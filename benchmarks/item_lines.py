@@ -1,7 +1,7 @@
 """How many lines that are no item the unit cutting makes into units on real receipts, and how many items
 it loses: no model, the layout alone (tasks/long/units.py), against hand labels.
 
-    .venv/bin/python benchmarks/item_lines.py [--show]
+    .venv/bin/python benchmarks/item_lines.py [--show] [--unlabelled]
 
 Each receipt of benchmarks/data/sroie_item_lines.json (ten real SROIE receipts, every line labelled by
 hand as one item's or no item's; its `about` says how) is cut into units by `find_units`, the cutting
@@ -16,8 +16,9 @@ a long list read item by item uses. Per receipt:
   a word of four letters or more, or two words of letters on one line ("CN PEAR");
 - merged units: units that hold lines of two items or more (each is read as one item: one is lost).
 The last row gives the units per labelled item: 1.0 where each unit is one item's row. `--show` prints
-each non-item, bare and merged unit's text. Receipts held out (examples/gold/real/sroie-held-out.txt)
-are refused by name before any text is read.
+each non-item, bare and merged unit's text. `--unlabelled` adds the units and bare units over every
+receipt text of the file, labelled or not (no item counts there: no labels). Receipts held out
+(examples/gold/real/sroie-held-out.txt) are refused by name before any text is read.
 """
 
 from __future__ import annotations
@@ -97,6 +98,7 @@ def measure(text: str, items: list[list[int]]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--show", action="store_true", help="print the non-item, bare and merged units")
+    parser.add_argument("--unlabelled", action="store_true", help="also count units over every receipt")
     args = parser.parse_args()
     receipts = json.loads(LABELS.read_text(encoding="utf-8"))["receipts"]
     texts = texts_of({r["id"] for r in receipts})
@@ -113,6 +115,11 @@ def main() -> None:
             print(f"    {shown}")
     print(f"| all | {' | '.join(str(n) for n in sums.values())} |")
     print(f"units per labelled item: {sums['units'] / sums['items']:.2f}")
+    if args.unlabelled:
+        every = texts_of({json.loads(line)["id"] for line in TEXTS.read_text(encoding="utf-8").splitlines()})
+        units = [(text, unit) for text in every.values() for unit in find_units(text).units]
+        bare = sum(not described(unit.text(text)) for text, unit in units)
+        print(f"every receipt ({len(every)}): {len(units)} units, {bare} bare")
 
 
 if __name__ == "__main__":
