@@ -137,9 +137,10 @@ def table(by_schema: dict[str, Examples]) -> str:
         groups["all"] = list(range(len(mine.fields)))
         for field, at in groups.items():
             right = [mine.right[i] for i in at]
+            wrong = len(at) - sum(right)
             cells = " | ".join(shown(auroc([s[i] for i in at], right)) for s in scores.values())
             lines.append(f"| {name} | {field} | {kind.get(field, '-')} | {len(at)} | "
-                         f"{sum(right) / len(at):.1%} | {cells} |")  # fmt: skip
+                         f"{sum(right) / len(at):.1%} ({wrong} wrong) | {cells} |")  # fmt: skip
     return "\n".join(lines)
 
 
