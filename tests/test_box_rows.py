@@ -117,3 +117,25 @@ def test_rows_whose_descriptions_stand_elsewhere_are_cut_where_an_article_number
     lines = ["OPEN CODE-SR ITEM", "0025679 U", "3X8.00", "24.00 S", "0020329 PKT", "1X7.00", "7.00 S",
              "SUBTOTAL INCL GST", "31.00", "CASH", "50.00"]  # fmt: skip
     assert shown(lines) == ["OPEN CODE-SR ITEM\n0025679 U\n3X8.00\n24.00 S", "0020329 PKT\n1X7.00\n7.00 S"]
+
+
+def test_a_list_that_opens_with_a_counted_description_pairs_each_price_with_the_name_above_it() -> None:
+    # it ends with a description line (an extra under the last item), yet each name stands before its price
+    lines = ["QTY DESC AMT", "1 SABA SHIOYAKI WAZEN (20MINS)", "26.00 S", "1 UNAGI DON", "28.00 S",
+             "1 JASMINE GREEN TEA", "10.00 S", "* EXTRA 1 TEA CUP", "SUBTOTAL:", "64.00", "CASH:",
+             "64.00"]  # fmt: skip
+    assert shown(lines) == [
+        "1 SABA SHIOYAKI WAZEN (20MINS)\n26.00 S",
+        "1 UNAGI DON\n28.00 S",
+        "1 JASMINE GREEN TEA\n10.00 S\n* EXTRA 1 TEA CUP",
+    ]
+
+
+def test_a_wrapped_description_stays_with_its_row_where_the_next_opens_with_its_code() -> None:
+    lines = ["DESCRIPTION", "QTY", "AMOUNT", "(T02) BRAISED PORK", "2.0", "7.00", "14.00", "RICE",
+             "(V02) SOUR & SPICY", "1.0", "12.00", "12.00", "MUSTARD", "TOTAL QTY:", "3",
+             "26.00"]  # fmt: skip
+    assert shown(lines) == [
+        "(T02) BRAISED PORK\n2.0\n7.00\n14.00\nRICE",
+        "(V02) SOUR & SPICY\n1.0\n12.00\n12.00\nMUSTARD",
+    ]

@@ -7,13 +7,15 @@ receipt gave 2.3 units per item, most of them a price with no name, and the name
 (benchmarks/item_lines.py). Here a unit is one row: the boxes (lines of numbers, amounts and codes of
 three letters or fewer: "1X", "SR", "ZRL", "FG-A00019") joined with the description lines beside them.
 
-Which side the description stands on is read from where the list ends: a till that prints it after
-the boxes ends its list with a description line; one that prints it before ends with boxes. Where it
-stands before them, a description wrapped under the boxes ("BRACKET(END)") stays with its row when the
-next one opens with a quantity ("2 3/4\" TOWEL ROD"). A receipt is read so only where most of its
-amounts before the total are boxes: a receipt whose lines hold a name and a price each ("Milk 1.15")
-keeps its cutting (tasks/long/units.py). A field ("TYPE:" and "10", "MTD RC AT K074 : 111.90"), a
-promotion and its value, or a blank line ends a row and opens none.
+Which side the description stands on is read from where the list ends and begins: a till that prints
+it after the boxes ends its list with a description line; one that prints it before ends with boxes,
+or opens its list with a description that starts with a quantity or the item's code ("1 UNAGI DON",
+"26.00 S"). Where it stands before them, a description wrapped under the boxes ("BRACKET(END)") stays
+with its row when the next one opens with a quantity or a code ("2 3/4\" TOWEL ROD", "(V02) SOUR").
+A receipt is read so only where most of its amounts before the total are boxes: a receipt whose lines
+hold a name and a price each ("Milk 1.15") keeps its cutting (tasks/long/units.py). A field ("TYPE:"
+and "10", "MTD RC AT K074 : 111.90"), a promotion and its value, or a blank line ends a row and opens
+none.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ NUMBER = re.compile(r"\s*\d+\s*")  # a quantity or an article number ("2", "0701
 ARTICLE = re.compile(r"\d{4,}")  # an article number's digits ("0025679 U", "1812")
 SHAPE = (re.compile(r"\d+"), re.compile(r"[A-Za-z]+"))  # a box's shape: its digits and letters as 9 and A
 QUANTITY_LEAD = re.compile(r"^\s*\d+(?:[.,]\d+)?\s+\S")  # "2 3/4\" TOWEL ROD", "1 SCREW"
+# A description that opens its item, a quantity or the item's code first ("1 UNAGI DON", "(T02) BRAISED
+# PORK"): standing right above the first boxes, it says the till prints descriptions before the boxes.
+LEAD = re.compile(r"^\s*(?:\d+(?:[.,]\d+)?|\(?[A-Z]{1,3}\d{2,}[A-Z]?\)?)\s+[A-Za-z(]")
 
 
 def states_value(lines: list[Line], index: int) -> bool:
@@ -128,10 +133,15 @@ def _split(lines: list[Line], run: list[int]) -> list[list[int]]:
     return pieces if all(any(_row_price(lines[i]) for i in piece) for piece in pieces) else [run]
 
 
+def _opens(line: Line) -> bool:
+    """Whether a description line opens an item: a quantity or the item's code first."""
+    return QUANTITY_LEAD.match(line.shown) is not None or LEAD.match(line.shown) is not None
+
+
 def _wrapped(lines: list[Line], run: list[int]) -> int:
     """How many lines of a description run between two rows wrap the row above: those before the first
-    that opens with a quantity; none where no line after the first does."""
-    return next((n for n in range(1, len(run)) if QUANTITY_LEAD.match(lines[run[n]].shown)), 0)
+    that opens an item; none where no line after the first does."""
+    return next((n for n in range(1, len(run)) if _opens(lines[run[n]])), 0)
 
 
 def _row_price(line: Line) -> bool:
@@ -173,6 +183,8 @@ def _pair(lines: list[Line], runs: list[tuple[str, list[int]]], trailing: bool) 
         cut = next((n for n in numbers if priced and n > priced[-1] and after[0] == "T"), len(run))
         rows.append(carried + head[wraps:] + run[:cut])
         carried = run[cut:]
+    if not trailing and rows and not carried and runs[-1][0] == "T":  # the last row's wrapped line
+        rows[-1] += runs[-1][1]
     return rows
 
 
@@ -193,13 +205,16 @@ def box_rows(lines: list[Line]) -> list[Row]:
     while start > 0 and kinds[start - 1] == "box":
         start -= 1
     runs = _runs(lines, kinds, start, stop)
-    trailing = next(mark for mark, _ in reversed(runs) if mark != "|") == "T"
+    opens = start > 0 and kinds[start - 1] == "text" and LEAD.match(lines[start - 1].shown) is not None
+    trailing = next(mark for mark, _ in reversed(runs) if mark != "|") == "T" and not opens
     if not trailing:  # the first row's description stands above the list's first box
         heads = [run for mark, run in runs if mark == "T"]
         wanted = len(heads[0]) - _wrapped(lines, heads[0]) if heads else 1
         above = start
         while above > 0 and start - above < wanted and kinds[above - 1] == "text":
             above -= 1
+            if LEAD.match(lines[above].shown):  # the description's first line
+                break
         runs.insert(0, ("T", list(range(above, start))))
     rows = _pair(lines, runs, trailing)
     return [
