@@ -86,8 +86,8 @@ EXPECTED_COLUMNS = {
         "method": "str(40)", "score_model": "json?", "fields": "json?",
         "threshold": "float?", "target": "float", "level": "float", "bound": "float", "kept": "int",
         "correct": "int", "values_bound": "float?", "values_kept": "int?", "values_correct": "int?",
-        "gold_hash": "str(64)", "gold_size": "int", "source": "str(20)?", "run_id": "int?",
-        "created_at": "timestamptz",
+        "gold_hash": "str(64)", "gold_size": "int", "source": "str(20)?", "escalated_from": "str(300)?",
+        "run_id": "int?", "created_at": "timestamptz",
     },
     "decisions": {
         "id": "int", "record_id": "int", "schema_name": "str(100)", "schema_version": "int", "run_id": "int",
