@@ -83,8 +83,8 @@ def with_examples(body: dict[str, Any], found: list[Found], source: str) -> tupl
     `x-version` one higher where it states one (a body that changes under the same version is refused
     beside the rows of the old one, db.store), and why each one left out was: an example the schema's
     own check refuses is skipped, not written."""
-    kept = [{"text": e.text, "answer": e.answer} for e in schema_examples(body)]
-    skipped = []
+    before = [{"text": e.text, "answer": e.answer} for e in schema_examples(body)]
+    kept, skipped = before, []
     for candidate in found:
         if len(kept) >= MAX_EXAMPLES:
             skipped.append(f"{candidate.record}: the schema holds {MAX_EXAMPLES} examples already")
@@ -97,7 +97,6 @@ def with_examples(body: dict[str, Any], found: list[Found], source: str) -> tupl
             continue
         kept = tried
     written = copy.deepcopy(body) | ({EXAMPLES: kept} if kept else {})
-    if isinstance(body.get("x-version"), int) and kept != [{"text": e.text, "answer": e.answer}
-                                                           for e in schema_examples(body)]:  # fmt: skip
+    if isinstance(body.get("x-version"), int) and kept != before:
         written["x-version"] = body["x-version"] + 1
     return written, skipped
