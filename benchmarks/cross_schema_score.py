@@ -42,13 +42,13 @@ from sqlalchemy.orm import Session
 from formwork.db.models import Run
 from formwork.db.session import session_factory
 from formwork.flows.eval_steps import score_run
+from formwork.schemas.identifiers import IDENTIFIERS
 from formwork.schemas.paths import node_at, parse_path
 from formwork.schemas.registry import Schema, load_schema
 from formwork.tasks.confidence.features import KINDS
 from formwork.tasks.confidence.score import fit, fold_models, fold_of
 from formwork.tasks.evaluation.calibration import GoldRow, examples
 from formwork.tasks.evaluation.gold import load_gold
-from formwork.tasks.evaluation.identifiers import IDENTIFIERS
 from formwork.tasks.evaluation.scoring import rule_for
 
 FIELD = "field="

@@ -239,3 +239,21 @@ def test_a_price_written_against_its_currency_stays_the_amount_inside_a_swallowe
             "project": "花了480元"}  # fmt: skip
     verdict = _judge(EXPENSE, text, data)
     assert verdict.data["amount"] == 480 and verdict.data["project"] is None, verdict.errors
+
+
+SIGNATURE = load_schema("examples/schemas/email_signature.schema.json")
+
+
+def test_a_web_site_that_spells_its_organizations_name_is_no_copy() -> None:
+    """A company named after its domain writes the same words as its web site: the website field, an
+    identifier, holds them as its own (the TextMine signature judged a right `pricefusion.fr` a copy)."""
+    text = "Julie Martin\nResponsable achats\nPriceFusion.fr\n06 12 34 56 78"
+    data = {"full_name": "Julie Martin", "job_title": "Responsable achats", "organization": "PriceFusion.fr",
+            "email": None, "phone": "06 12 34 56 78", "website": "pricefusion.fr"}  # fmt: skip
+    verdict = _judge(SIGNATURE, text, data)
+    assert verdict.status == "ok", verdict.errors
+    # a web site made of the organization's words that is no address at all is still the copy
+    text = "Julie Martin\nResponsable achats\nPrice Fusion\n06 12 34 56 78"
+    data |= {"organization": "Price Fusion", "website": "Price Fusion"}
+    verdict = _judge(SIGNATURE, text, data)
+    assert verdict.nulled == ["website"], verdict.errors

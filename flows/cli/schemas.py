@@ -39,7 +39,7 @@ KEYS = ("file", "accepted", "changed", "checked_after", "not_checked", "long_tex
 def _judgement(node: dict[str, Any], name: str) -> str | None:
     """What a field asks the model to judge ("a label", "yes or no", "free text"), or None for a field it
     copies or computes (a number, a date, an e-mail, a phone, an order number) or for a nesting one."""
-    from formwork.tasks.evaluation.identifiers import identifier_rule
+    from formwork.schemas.identifiers import identifier_rule
 
     branches = [node, *(b for b in node.get("anyOf") or node.get("oneOf") or [] if isinstance(b, dict))]
     types: set[str] = set()

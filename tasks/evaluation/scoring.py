@@ -30,7 +30,7 @@ schema node and its name, and an `x-match` annotation on the node overrides the 
 A value that identifies something is compared exactly, never fuzzily: tim@acme.com is not tom@acme.com,
 however close the strings. A string field is an identifier by its node (`format` or `x-format` email,
 uri or url; a `pattern` that admits only digits and separators) or by its name (the last word of
-`phone_number`, `contactEmail`, `order_id`, `iban`: tasks.evaluation.identifiers); free text (names,
+`phone_number`, `contactEmail`, `order_id`, `iban`: schemas.identifiers); free text (names,
 descriptions, notes) keeps `text` or `fuzzy`. Callers pass the field's path as `name` where they have it.
 Arrays are compared element-wise (same length, each pair equal by the items' rule, items named as
 their array); objects field by field, each named by its key.
@@ -48,8 +48,8 @@ from datetime import date
 from functools import cache
 from typing import Any, Literal
 
+from formwork.schemas.identifiers import IDENTIFIERS, identifier_rule
 from formwork.schemas.registry import Schema
-from formwork.tasks.evaluation.identifiers import IDENTIFIERS, identifier_rule
 
 OutcomeName = Literal["no_json", "schema_mismatch", "content_wrong", "all_correct"]
 OUTCOMES: tuple[OutcomeName, ...] = ("no_json", "schema_mismatch", "content_wrong", "all_correct")

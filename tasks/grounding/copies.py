@@ -16,7 +16,9 @@ alone passes them, but those words already back the amount and the date. So:
   cue the text writes right before those words keeps them ("项目：星河" is the project's, though the
   1.5B model wrote 星河 as `who` first; tasks.grounding.cues); where neither or both are cued, the
   later one in the schema's order is the copy (enum-first schemas put what a later field depends on
-  first). Siblings only: two line items may well name the same product;
+  first). Siblings only: two line items may well name the same product; and never where one of the
+  two is an address field (a web site, an e-mail: schemas.identifiers) and the words have that
+  address's shape: a company named after its domain ("PriceFusion.fr") writes its web site's words;
 - but each of them needs its own place in the text: elements of one array (`items[0].name`,
   `items[1].name`, ...) with the same words are backed as many times as the text writes them, and
   the later ones are copies (a looping model listed "Aldi" twenty times from one "Aldi");
@@ -37,7 +39,8 @@ from collections import defaultdict
 from datetime import date
 from typing import Any
 
-from formwork.schemas.paths import node_at, parse_path
+from formwork.schemas.identifiers import identifier_rule
+from formwork.schemas.paths import EMAIL, node_at, parse_path
 from formwork.tasks.grounding.cues import cues_for
 from formwork.tasks.grounding.evidence import Evidence
 from formwork.tasks.grounding.reading import contains, inside, made_of, overlaps, within, word_mask
@@ -45,6 +48,8 @@ from formwork.tasks.grounding.spans import cued_starts
 from formwork.tasks.grounding.word_parts import glued
 
 INDEX = re.compile(r"\[\d+\]")
+DOMAIN = re.compile(r"(?:https?://)?[\w-]+(?:\.[\w-]+)+(?:[/?#]\S*)?", re.IGNORECASE)
+ADDRESS_SHAPES = {"url": DOMAIN, "email": EMAIL}
 
 
 def _parent(path: str) -> str:
@@ -75,11 +80,19 @@ def copies(
     """(copy, original) pairs among the grounded values of `text`, by the rules above; `body` (the
     checked schema) names each field's cues."""
 
-    def cues(quote: Evidence) -> tuple[str, ...]:
+    def field(quote: Evidence) -> tuple[dict[str, Any], str]:
         parts = parse_path(quote.path)
         node = node_at(body, parts) if body is not None else None
-        name = next((p for p in reversed(parts) if isinstance(p, str)), "")
-        return cues_for(str((node or {}).get("description", "")), name)
+        return node or {}, next((p for p in reversed(parts) if isinstance(p, str)), "")
+
+    def cues(quote: Evidence) -> tuple[str, ...]:
+        node, name = field(quote)
+        return cues_for(str(node.get("description", "")), name)
+
+    def addresses(quote: Evidence) -> bool:
+        """Whether `quote` is a web site or e-mail field's value with that address's shape."""
+        shape = ADDRESS_SHAPES.get(identifier_rule(*field(quote)) or "")
+        return shape is not None and bool(shape.fullmatch(str(quote.value).strip()))
 
     def cued(quote: Evidence) -> bool:
         starts = cued_starts(text, cues(quote))
@@ -105,8 +118,10 @@ def copies(
                 numbers if held_in(quote, labels) else []
             )
         repeated = [
-            q for q in quotes[:index] if _parent(q.path) == _parent(quote.path) and _same_words(q, quote)
-        ]
+            q for q in quotes[:index]
+            if _parent(q.path) == _parent(quote.path) and _same_words(q, quote)
+            and not (addresses(q) or addresses(quote))
+        ]  # fmt: skip
         if holders:
             found.append((quote, holders[0]))
         elif repeated:
