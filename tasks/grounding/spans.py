@@ -3,8 +3,9 @@
 A quote field's candidates are exact slices of the text that people give as answers: e-mail addresses
 and phone numbers, the words after a cue the field's description names ("paid by", "Project:",
 "Regards,"), capitalised runs (names, companies), whole lines and their segments, runs of adjacent
-lines (an address), then word n-grams inside one line (CJK characters one word each); `x-base-form`
-fields are also offered each span's base form. `Mentions` orders them: what the notes say comes first,
+lines (an address), these three taking turns so that none crowds out the others on a long text, then
+word n-grams inside one line (CJK characters one word each); `x-base-form` fields are also offered
+each span's base form. `Mentions` orders them: what the notes say comes first,
 so it survives the bound (tasks.grounding.candidates).
 
 Every match here passes `concurrent=False`. By default the `regex` module lets go of the interpreter
@@ -34,6 +35,8 @@ EMAIL = regex.compile(r"[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+")
 # "电话0755-8666-1234" and "02-555-1234입니다"), nor inside a time ("30-11" of "10:30-11:45").
 SPACED = r"\p{N}\p{Latin}\p{Cyrillic}\p{Greek}"
 PHONE = regex.compile(rf"(?<![{SPACED}]|\d:)\+?\(?\d[\d \t\u00a0().\-/]{{5,}}\d(?![{SPACED}]|:\d)")
+
+Ranked = tuple[bool, int, int, int, str]  # a span's rank: (not said, kind, words, start, span)
 
 
 class Mentions:
@@ -153,10 +156,10 @@ def cued_starts(text: str, cues: tuple[str, ...]) -> frozenset[int]:
 def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ...] = ()) -> tuple[str, ...]:
     """Every span a quoted field may copy (exact slices of the text), unbounded, in the order the bound
     keeps them: e-mails and phones; then what the notes mention; then the spans after the field's
-    `cues`, capitalised runs (with an abbreviation's dot), whole lines and their segments, runs of
-    adjacent lines joined as the text joins them, and last word n-grams within a line, short and
-    early first; none of them cuts an e-mail or a phone (kept for the last RECORDS_KEPT calls:
-    fields of one record differ only in `max_length` and cues)."""
+    `cues`; capitalised runs (with an abbreviation's dot), whole lines and their segments, and runs of
+    adjacent lines joined as the text joins them, taking turns (`_taking_turns`); last word n-grams
+    within a line, short and early first; none of them cuts an e-mail or a phone (kept for the last
+    RECORDS_KEPT calls: fields of one record differ only in `max_length` and cues)."""
     found: dict[str, None] = {}
     # "2024-03-14" and "14.03.2024" have a phone's shape, but the date reader's numeric forms
     phones = (m for m in PHONE.finditer(text, concurrent=False) if not _numeric_date(m.group()))
@@ -166,7 +169,7 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
     mentioned = Mentions(notes)
     text_words = _text_words(text) if mentioned else None  # only what the notes mention needs words
     lines = _lines(text)
-    ranked: list[tuple[bool, int, int, int, str]] = []  # (not said, kind, words, start, span)
+    ranked: list[Ranked] = []
 
     def offer(kind: int, start: int, end: int, n: int = 0) -> None:
         """Rank text[start:end]; an n-gram (kind 5) of `n` words ranks by its length."""
@@ -204,8 +207,22 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
                 offer(3, lines[i][0], lines[j][1])
             else:
                 break
-    found.update(dict.fromkeys(span for *_, span in sorted(ranked)))
+    found.update(dict.fromkeys(span for *_, span in sorted(_taking_turns(ranked))))
     return tuple(found)
+
+
+def _taking_turns(ranked: list[Ranked]) -> list[tuple[bool, int, int, int, int, int, str]]:
+    """Rank keys under which capitalised runs, lines and joined runs of lines (kinds 1-3) take turns,
+    each kind's own best (fewest words, earliest) first: on an OCR'd receipt in capitals hundreds of
+    capitalised runs came before any joined run, so the bound cut every address of several lines. Cued
+    spans (kind 0) still come first, n-grams (kind 5) last, and what the notes say before the rest."""
+    turns: dict[tuple[bool, int], int] = {}
+    keyed = []
+    for said, kind, n, start, span in sorted(ranked):
+        turn = turns[(said, kind)] = turns.get((said, kind), -1) + 1
+        tier = 1 if kind in (1, 2, 3) else kind
+        keyed.append((said, tier, turn, kind, n, start, span))
+    return keyed
 
 
 def _abbreviated(text: str, start: int, end: int) -> bool:
