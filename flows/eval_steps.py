@@ -15,11 +15,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from formwork.db.calibration_store import export_calibration, store_calibration
-from formwork.db.models import ModelCall, Run
+from formwork.db.models import ModelCall, Run, RunResult
 from formwork.db.queries import result_rows
 from formwork.flows.delivered import every_value, top_fields
 from formwork.schemas.paths import parse_path, path_text, values_with_nodes
@@ -35,9 +35,9 @@ from formwork.tasks.evaluation.verification import check
 from formwork.tasks.evaluation.verification import verify as verify_claims
 
 
-def costs(session: Session, run_id: int, records: int, mode: str, reading: str | None = None
-          ) -> dict[str, Any]:  # fmt: skip
-    """What the run's calls cost a record; with `reading`, only the calls of that reading."""
+def costs(session: Session, run_id: int, reading: str | None = None) -> dict[str, Any]:
+    """What the run's calls cost a record of the run (its calls and wall time over the records it read,
+    however few of them a replay scores); with `reading`, only the calls of that reading."""
     calls = [
         call for call in session.execute(
             select(ModelCall.prompt_tokens, ModelCall.completion_tokens, ModelCall.duration_s,
@@ -47,7 +47,7 @@ def costs(session: Session, run_id: int, records: int, mode: str, reading: str |
     run = session.get(Run, run_id)
     wall = (run.finished_at - run.started_at).total_seconds() if run and run.finished_at else 0.0
     steps = Counter(c.parse_step for c in calls if c.parse_step)
-    n = max(records, 1)
+    n = max(session.scalar(select(func.count()).where(RunResult.run_id == run_id)) or 0, 1)
     return {
         "calls": len(calls),
         "prompt_tokens_per_record": sum(c.prompt_tokens for c in calls) / n,

@@ -128,7 +128,7 @@ def _from_run(
                          "them (--measure) first")  # fmt: skip
     reading = NOTES_FREE if alone else None  # the one-pass call (tasks.evaluation.replay.reading_alone)
     report, rows = score_run(session, chosen, run_id, golds, run.source, reading)
-    report |= costs(session, run_id, len(golds), mode, reading)
+    report |= costs(session, run_id, reading)
     if reading:
         report["reading"] = f"{reading} reading of run {run_id}"
     if calibrate:
@@ -208,7 +208,7 @@ def evaluate(
             run_chunks(context, chunked(ids, settings.chunk_size))
             with sessions() as session:
                 report, rows = score_run(session, chosen, context.run_id, golds, source)
-                report |= costs(session, context.run_id, len(golds), mode)
+                report |= costs(session, context.run_id)
                 report["half"] = half
                 if calibrate:
                     report["calibrated"] = calibrated(session, key, context.run_id, golds, chosen, rows,
