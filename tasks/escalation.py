@@ -81,9 +81,13 @@ def escalated(schema: Schema, rows: Sequence[GoldRow], model: ScoreModel, claims
               ) -> list[str]:  # fmt: skip
     """The records whose rows the first reader leaves not `ok` under its calibration (`model`, `claims`):
     some value it keeps is not certified, or it keeps none. These are the ones its rule sends on, and a
-    calibration of the stronger reader measured on them is what may certify its values here."""
+    calibration of the stronger reader measured on them is what may certify its values here. A record it
+    read nothing from (a failed row) is not among them: a run retries it with the same reader and never
+    sends it on (db.store.QueuePolicy.wants)."""
     sent = []
     for row in rows:
+        if not row.trust:
+            continue
         kept = kept_values(schema, row, model, claims)
         thresholds = [(score, claims[f].threshold if f in claims else None) for f, score, _ in kept]
         if not kept or not all(s is not None and t is not None and s >= t for s, t in thresholds):

@@ -338,3 +338,10 @@ def test_the_calibrations_listing_says_an_escalated_calibration_applies_to_those
                            env={"COLUMNS": "300"})  # fmt: skip
     assert listed.exit_code == 0, listed.output
     assert "only to escalations from small@one-pass:" in listed.output
+
+
+def test_a_record_the_first_reader_read_nothing_from_is_no_escalation(schema: Schema) -> None:
+    """A run retries a failed row (no JSON: no reading at all) with the same reader and never sends it on,
+    so the records a stronger reader's escalated calibration is measured on leave it out too."""
+    rows = [GoldRow("a", _verdict(schema, 0.5).trust or [], GOLD), GoldRow("failed", [], GOLD)]
+    assert escalated(schema, rows, ALONE, claims(0.9)) == ["a"]
