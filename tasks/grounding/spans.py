@@ -207,22 +207,23 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
                 offer(3, lines[i][0], lines[j][1])
             else:
                 break
-    found.update(dict.fromkeys(span for *_, span in sorted(_taking_turns(ranked))))
+    found.update(dict.fromkeys(_taking_turns(ranked)))
     return tuple(found)
 
 
-def _taking_turns(ranked: list[Ranked]) -> list[tuple[bool, int, int, int, int, int, str]]:
-    """Rank keys under which capitalised runs, lines and joined runs of lines (kinds 1-3) take turns,
-    each kind's own best (fewest words, earliest) first: on an OCR'd receipt in capitals hundreds of
-    capitalised runs came before any joined run, so the bound cut every address of several lines. Cued
-    spans (kind 0) still come first, n-grams (kind 5) last, and what the notes say before the rest."""
+def _taking_turns(ranked: list[Ranked]) -> list[str]:
+    """The spans in the order the bound keeps them, capitalised runs, lines and joined runs of lines
+    (kinds 1-3) taking turns, each kind's own best (fewest words, earliest) first: on an OCR'd receipt
+    in capitals hundreds of capitalised runs came before any joined run, so the bound cut every address
+    of several lines. Cued spans (kind 0) still come first, n-grams (kind 5) last, and what the notes
+    say before the rest."""
     turns: dict[tuple[bool, int], int] = {}
     keyed = []
-    for said, kind, n, start, span in sorted(ranked):
-        turn = turns[(said, kind)] = turns.get((said, kind), -1) + 1
+    for unsaid, kind, n, start, span in sorted(ranked):
+        turn = turns[(unsaid, kind)] = turns.get((unsaid, kind), -1) + 1
         tier = 1 if kind in (1, 2, 3) else kind
-        keyed.append((said, tier, turn, kind, n, start, span))
-    return keyed
+        keyed.append((unsaid, tier, turn, kind, n, start, span))
+    return [span for *_, span in sorted(keyed)]
 
 
 def _abbreviated(text: str, start: int, end: int) -> bool:
