@@ -23,6 +23,7 @@ from typing import Any
 
 from jsonschema.protocols import Validator
 
+from formwork.schemas.annotations import DateOrder, date_order
 from formwork.schemas.examples import example_problem
 from formwork.schemas.lint import grammar_compile_error
 from formwork.schemas.normalise import MAX_LEVELS, TOO_DEEP, Normalised, NormaliseProblem, normalise
@@ -67,6 +68,11 @@ class Schema:
     @property
     def properties(self) -> dict[str, dict[str, Any]]:
         return self.checked_body.get("properties", {})
+
+    @property
+    def date_order(self) -> DateOrder | None:
+        """How the records write the dates their digits leave open (`x-date-order`), if stated."""
+        return date_order(self.body)
 
     @cached_property
     def critical_fields(self) -> frozenset[str]:

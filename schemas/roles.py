@@ -192,7 +192,7 @@ def unit_body(body: dict[str, Any], name: str, noun: str) -> dict[str, Any]:
         **item_node(body, name),
         "description": f"The item this {noun} states. The list: {listed}",
     }
-    kept = {k: v for k, v in body.items() if k in ("$schema", "x-grounded-decoding")}
+    kept = {k: v for k, v in body.items() if k in ("$schema", "x-grounded-decoding", "x-date-order")}
     return kept | {
         "title": f"{body.get('title', 'schema')} (one {noun})",
         "description": UNIT_NOTE.format(noun=noun),

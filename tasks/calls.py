@@ -106,7 +106,14 @@ class ExtractOptions:
         reference, anchor = anchored_reference(meta, self.reference_date_field)
         body, checked = schema.grammar_body, schema.checked_body
         return grounded_body(
-            body, text, reference, checked=checked, anchor=anchor, notes=notes, dates_in=dates_in
+            body,
+            text,
+            reference,
+            checked=checked,
+            anchor=anchor,
+            notes=notes,
+            dates_in=dates_in,
+            date_order=schema.date_order,
         )
 
 

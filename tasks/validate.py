@@ -172,7 +172,8 @@ def _evidence_errors(
 
     A value inside a path that already failed validation is not judged again."""
     reference, anchor = anchored_reference(meta, reference_field)
-    evidence = ground(schema.checked_body, data, source, reference, anchor=anchor)
+    order = schema.date_order
+    evidence = ground(schema.checked_body, data, source, reference, anchor=anchor, date_order=order)
     formatting = renormalised(formatting, data)  # a server's logprobs from before its mask, if any
     confidences = field_confidences(schema.checked_body, data, formatting)
     mode = logprob_mode(formatting)

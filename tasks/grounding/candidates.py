@@ -44,7 +44,7 @@ from typing import Any
 
 import regex
 
-from formwork.schemas.annotations import Rule, rule_for, value_types
+from formwork.schemas.annotations import DateOrder, Rule, rule_for, value_types
 from formwork.schemas.paths import EMAIL as EMAIL_SHAPE
 from formwork.schemas.paths import semantic_errors
 from formwork.schemas.validator import search_within, validator_class
@@ -181,18 +181,19 @@ def _value_words(finder: ValueFinder, kinds: frozenset[str], labels: Spans) -> V
 
 def _pool(
     node: dict[str, Any], check: dict[str, Any], rule: Rule, finder: ValueFinder, notes: str,
-    words: ValueWords, name: str, dates_in: tuple[int, int] | None,
+    words: ValueWords, name: str, dates_in: tuple[int, int] | None, date_order: DateOrder | None,
 ) -> Iterable[Any] | None:  # fmt: skip
     """Every value `node` (the property `name`) could take under grounded decoding, likeliest first;
     None: keep the node. `check` is the same field in the checked body, which keeps the `x-`
-    annotations; a date comes from `dates_in` where the text states one there."""
+    annotations; a date comes from `dates_in` where the text states one there, in `date_order` where
+    the text leaves the order open."""
     types, text = value_types(node), finder.text
     if rule == "value" and types & {"number", "integer"}:
         numbers = (r for r in finder.number_readings() if isinstance(r.value, Decimal))
         readings = [r for r in numbers if not words.part_of_date(r.span)]
         return _mentioned_first([(_number(r.value), text[r.span[0] : r.span[1]]) for r in readings], notes)
     if rule == "value" and node.get("format") == "date":
-        readings = [r for r in finder.date_readings() if isinstance(r.value, date)]
+        readings = [r for r in finder.date_readings(date_order) if isinstance(r.value, date)]
         inside = [r for r in readings if dates_in and dates_in[0] <= r.span[0] and r.span[1] <= dates_in[1]]
         readings = inside or readings
         return _mentioned_first([(r.value.isoformat(), text[r.span[0] : r.span[1]]) for r in readings], notes)
@@ -232,6 +233,7 @@ def _bounded(pool: Iterable[Any], accepts: Callable[[Any], bool | None]) -> list
 def grounded_body(
     body: dict[str, Any], text: str, reference: date | None = None, *, checked: dict[str, Any] | None = None,
     anchor: str | None = None, notes: str = "", dates_in: tuple[int, int] | None = None,
+    date_order: DateOrder | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """`body` (the grammar body) with every `quote` or `value` field, at any depth, replaced by an enum
     of its candidates. `checked` is the body validation reads (the same tree with the keywords the
@@ -240,7 +242,8 @@ def grounded_body(
     numbers), `reference` and `anchor` the record's reference date as
     the judge gets them, `notes` the reasoning pass's text, which orders the candidates. `dates_in`
     is where a date field's value is read where the text states one there (a statement line's own
-    dated line, not a card timestamp in the booking text under it), else anywhere."""
+    dated line, not a card timestamp in the booking text under it), else anywhere; `date_order` is the
+    schema's `x-date-order`, the only order a date the text leaves open is offered in."""
     finder = record_source(text, reference, anchor).values
     root = checked if checked is not None else body
     same = _Same(root)
@@ -263,7 +266,7 @@ def grounded_body(
             if isinstance(node.get("items"), dict):
                 copy["items"] = visit(node["items"], check.get("items"), passed, name)
             return copy
-        pool = _pool(node, check, rule, finder, notes, words, name, dates_in)
+        pool = _pool(node, check, rule, finder, notes, words, name, dates_in, date_order)
         if pool is None:
             return node
         values = _bounded(pool, admits(root, check, text))

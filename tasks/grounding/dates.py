@@ -40,6 +40,7 @@ from collections.abc import Callable
 from datetime import date, datetime, timedelta
 from functools import cache, lru_cache
 
+from formwork.schemas.annotations import DateOrder
 from formwork.tasks.grounding.date_words import (
     LANGUAGES,
     date_words,
@@ -103,12 +104,13 @@ def safe_date(year: int, month: int, day: int) -> date | None:
 
 
 def numeric_readings(text: str) -> list[Reading]:
-    """Dates written with digits; the ISO form itself is `exact`."""
+    """Dates written with digits; the ISO form itself is `exact`; "a/b/y" in either order, each
+    reading marked with its order where the other means another day."""
     found = []
     for m, (day,) in _dated(YMD, text, _ymd):
         found.append(Reading(day, m.span(), "exact" if m.group() == day.isoformat() else "normalised"))
     for m, days in _dated(AB_Y, text, _ab_y):
-        found += [Reading(d, m.span(), "normalised") for d in days]
+        found += [Reading(d, m.span(), "normalised", order=_order(m, d)) for d in days]
     return found
 
 
@@ -122,6 +124,15 @@ def _ab_y(m: re.Match[str]) -> list[date]:
     a, b, y = int(m.group(1)), int(m.group(3)), int(m.group(4))
     years = [y] if len(m.group(4)) == 4 else [2000 + y, 1900 + y]
     return sorted({d for year in years for d in (safe_date(year, b, a), safe_date(year, a, b)) if d})
+
+
+def _order(m: re.Match[str], day: date) -> DateOrder | None:
+    """The order "a/b/y" is read in to mean `day`, where the text leaves it open (both a and b could be
+    a month, and differ); None where it does not ("25/06/2024" is day first whatever is stated)."""
+    a, b = int(m.group(1)), int(m.group(3))
+    if a == b or a > 12 or b > 12:
+        return None
+    return "day-first" if (day.day, day.month) == (a, b) else "month-first"
 
 
 def _dated(

@@ -26,7 +26,7 @@ from datetime import date
 from functools import cached_property, lru_cache
 from typing import Any, Literal
 
-from formwork.schemas.annotations import Rule, rule_for
+from formwork.schemas.annotations import DateOrder, Rule, rule_for
 from formwork.tasks.grounding.aliases import written_labels
 from formwork.tasks.grounding.reading import RECORDS_KEPT
 from formwork.tasks.grounding.values import record_values
@@ -266,18 +266,23 @@ def record_source(text: str, reference: date | None = None, anchor: str | None =
     return Source(text, reference, anchor)
 
 
-def _value_match(source: Source, node: dict[str, Any], value: Any) -> tuple[bool, Any]:
-    """(is this a number or date?, its match or None) under the `value` rule."""
+def _value_match(
+    source: Source, node: dict[str, Any], value: Any, order: DateOrder | None
+) -> tuple[bool, Any]:
+    """(is this a number or date?, its match or None) under the `value` rule; a date the text leaves
+    open is read in the schema's stated `order` only."""
     if not isinstance(value, str):
         return True, source.values.number(value)
     if node.get("format") in ("date", "date-time") or ISO_LIKE.match(value):
-        return True, source.values.date(value)
+        return True, source.values.date(value, order)
     if NUMERIC.fullmatch(value.strip()):
         return True, source.values.number(value.strip())
     return False, None  # a plain string under `value`: quoted like any other
 
 
-def _check(source: Source, node: dict[str, Any], value: Any, path: str, rule: Rule) -> Evidence:
+def _check(
+    source: Source, node: dict[str, Any], value: Any, path: str, rule: Rule, order: DateOrder | None
+) -> Evidence:
     if isinstance(value, str) and not value.strip() and rule != "none":
         return Evidence(path, value, rule, "none")  # a blank string is no value: never backed
     if rule == "none":
@@ -286,7 +291,7 @@ def _check(source: Source, node: dict[str, Any], value: Any, path: str, rule: Ru
             return Evidence(path, value, rule, "exact", written, source.text[slice(*written[0])], 100.0, True)
         return Evidence(path, value, rule, "none", grounded=True, score=100.0)
     if rule == "value":
-        is_value, match = _value_match(source, node, value)
+        is_value, match = _value_match(source, node, value, order)
         if match is not None:
             quote = source.text[match.spans[0][0] : match.spans[0][1]]
             spans = match.spans[:MAX_SPANS]
@@ -301,10 +306,11 @@ def _check(source: Source, node: dict[str, Any], value: Any, path: str, rule: Ru
 
 def ground(
     body: dict[str, Any], data: Any, text: str, reference: date | None = None, source: Source | None = None,
-    anchor: str | None = None,
+    anchor: str | None = None, date_order: DateOrder | None = None,
 ) -> list[Evidence]:  # fmt: skip
     """Evidence for every non-null value of `data` (validated against `body`), from `text` alone;
-    `anchor` says where `reference` came from, and goes into each derived date's evidence."""
+    `anchor` says where `reference` came from, and goes into each derived date's evidence;
+    `date_order` is the schema's `x-date-order`, for dates the text leaves open."""
     source = source or record_source(text, reference, anchor)
     found: list[Evidence] = []
 
@@ -321,7 +327,7 @@ def ground(
             for i, element in enumerate(value):
                 walk(item, element, f"{path}[{i}]", passed)
         else:
-            found.append(_check(source, node, value, path, rule))
+            found.append(_check(source, node, value, path, rule, date_order))
 
     walk(body, data, "", None)
     return found

@@ -13,6 +13,8 @@ from datetime import date
 from decimal import Decimal
 from typing import Literal
 
+from formwork.schemas.annotations import DateOrder
+
 Kind = Literal["exact", "normalised", "derived"]
 
 # Texts whose readings each per-text cache keeps: above the records a GPU server keeps in flight (256
@@ -26,12 +28,21 @@ RECORDS_KEPT = 1024
 class Reading:
     """`value` is written at `span`: as the value's own canonical form (`exact`), in another form
     (`normalised`: "1.234,50", "三百二", "March 3rd 2020"), or only against a reference date
-    (`derived`: "yesterday", "上周五"), in which case `anchor` says which reference date it was."""
+    (`derived`: "yesterday", "上周五"), in which case `anchor` says which reference date it was.
+    `order` is set where the text's digits mean another day read the other way round ("03/06/2024"):
+    the order this reading takes them in; None where the text settles it ("25/06/2024", "2024-06-03")."""
 
     value: Decimal | date
     span: tuple[int, int]
     kind: Kind
     anchor: str | None = None
+    order: DateOrder | None = None
+
+
+def in_order(readings: list[Reading], order: DateOrder | None) -> list[Reading]:
+    """The readings a stated date order allows: all without one; with one, those the text settles and
+    those read in that order ("03/06/2024" is 3 June day first, never 6 March)."""
+    return readings if order is None else [r for r in readings if r.order in (None, order)]
 
 
 def inside(span: tuple[int, int], spans: Iterable[tuple[int, int]]) -> bool:

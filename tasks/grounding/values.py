@@ -22,6 +22,7 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 from functools import cached_property, lru_cache
 
+from formwork.schemas.annotations import DateOrder
 from formwork.tasks.grounding.anchors import stated_reference
 from formwork.tasks.grounding.cjk_dates import cjk_readings, month_day_spans
 from formwork.tasks.grounding.dates import WrittenDates, numeric_readings
@@ -29,7 +30,7 @@ from formwork.tasks.grounding.day_parts import day_part_readings
 from formwork.tasks.grounding.numbers import digit_readings
 from formwork.tasks.grounding.numerals import han_readings, word_readings
 from formwork.tasks.grounding.ordinal_days import ordinal_day_spans, ordinal_readings
-from formwork.tasks.grounding.reading import RECORDS_KEPT, Kind, Reading, inside
+from formwork.tasks.grounding.reading import RECORDS_KEPT, Kind, Reading, in_order, inside
 from formwork.tasks.grounding.yearless import yearless_readings
 
 __all__ = ["Kind", "Reading", "ValueFinder", "ValueMatch", "inside", "record_values"]
@@ -118,9 +119,10 @@ class ValueFinder:
         """Every reading of every number the text backs."""
         return list(self._numbers)
 
-    def date_readings(self) -> list[Reading]:
-        """Every date the text backs, relative ones resolved against the reference date."""
-        return self._numeric_dates + self._written_dates
+    def date_readings(self, order: DateOrder | None = None) -> list[Reading]:
+        """Every date the text backs, relative ones resolved against the reference date; with a stated
+        `order`, a date the text leaves open only as read in it."""
+        return in_order(self._numeric_dates, order) + self._written_dates
 
     def number(self, value: float | int | str) -> ValueMatch | None:
         wanted = _as_decimal(value)
@@ -135,11 +137,11 @@ class ValueFinder:
         exact = self.text[match.spans[0][0] : match.spans[0][1]] == str(value)
         return ValueMatch("exact" if exact else "normalised", match.spans)
 
-    def date(self, value: str) -> ValueMatch | None:
+    def date(self, value: str, order: DateOrder | None = None) -> ValueMatch | None:
         wanted = _iso_date(value)
         if wanted is None:
             return None
-        numeric = _best([r for r in self._numeric_dates if r.value == wanted])
+        numeric = _best([r for r in in_order(self._numeric_dates, order) if r.value == wanted])
         return numeric or _best([r for r in self._written_dates if r.value == wanted])
 
 
