@@ -2,7 +2,8 @@
 
 A quote field's candidates are exact slices of the text that people give as answers: e-mail addresses
 and phone numbers, the words after a cue the field's description names ("paid by", "Project:",
-"Regards,"), capitalised runs (names, companies), whole lines and their segments, runs of adjacent
+"Regards,"), capitalised runs (names, companies), whole lines and their segments (a name's line also
+without the registration number in brackets that ends it), runs of adjacent
 lines (an address), these three taking turns so that none crowds out the others on a long text, then
 word n-grams inside one line (CJK characters one word each); `x-base-form` fields are also offered
 each span's base form. `Mentions` orders them: what the notes say comes first,
@@ -89,6 +90,11 @@ CONNECTORS = frozenset({"&", "and", "of", "de", "del", "van", "von", "der", "la"
 SEGMENT = regex.compile(r"\s*(?:[,;|•·]|\s[-–—]\s|:\s)\s*")
 CUE_WORDS = 4  # words after a cue on its line
 JOINED_LINES = 4  # adjacent lines joined at most (an address, a signature block)
+# A line's closing bracket that numbers what the line names, a registration or company number of four
+# digits or more ("99 SPEED MART S/B (519537-X)", "(CO. NO. 113825-W)"), not a remark ("(class rep,
+# 3B)"): the line without it is offered too, or only the name with its number, or a part of the name,
+# could be chosen.
+NUMBERED_TAIL = regex.compile(r"\s*\([^(),\n]*\d{4}[^(),\n]*\)$")
 
 
 def _lines(text: str) -> list[tuple[int, int]]:
@@ -198,6 +204,8 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
             if part and part != text[line_start:line_end]:
                 at = text.find(part, line_start, line_end)
                 offer(2, at, at + len(part))
+        if (number := NUMBERED_TAIL.search(line, concurrent=False)) and number.start() > 0:
+            offer(2, line_start, line_start + number.start())  # "99 SPEED MART S/B" of "... (519537-X)"
         for n in range(1, MAX_WORDS + 1):
             for i in range(len(words) - n + 1):
                 offer(5, words[i][0], words[i + n - 1][1], n)
