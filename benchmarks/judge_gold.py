@@ -2,6 +2,8 @@
 many answers with one value made wrong the judge would still accept.
 
     .venv/bin/python benchmarks/judge_gold.py [--sets expense,contact_zh_ja] [--wrong]
+    .venv/bin/python benchmarks/judge_gold.py --file examples/gold/real/shop_receipt_sroie.jsonl \
+        --schema shop_receipt --wrong
 
 Every gold set in examples/gold/ (a file `SCHEMA.jsonl`, or `SCHEMA_zh_ja.jsonl` for more records of
 that schema). Each record's gold answer is fed to `judge` as the formatting pass's output, the way a
@@ -11,7 +13,8 @@ Reported: the share `ok`, and every record that is not `ok` with its reasons.
 
 With `--wrong`, each answer is also judged with one value made wrong in a way the text does not
 support: the amount plus one (or seven), the date a day later (or earlier, where the text writes
-the later day itself), the name or person another record's.
+the later day itself), the name or person another record's, and, where the schema states a date order
+(`x-date-order`), the date with its day and month swapped where the text writes it only the other way.
 A wrong value counts as accepted when the verdict's data still holds it (`ok`, or `partial` that
 kept it); the target is 0.
 
@@ -27,9 +30,11 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from formwork.schemas.annotations import DateOrder
 from formwork.schemas.registry import load_schema
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.evaluation.gold import GoldRecord, load_gold
+from formwork.tasks.grounding.dates import safe_date
 from formwork.tasks.grounding.values import ValueFinder
 from formwork.tasks.validate import Verdict, judge
 
@@ -63,8 +68,11 @@ def perfect(schema, text: str, data: dict[str, Any], meta: dict[str, Any]) -> Ve
     return judge(schema, text, notes, shaped, meta=meta)
 
 
-def wrong_answers(record: GoldRecord, data: dict[str, Any], others: list[str]) -> list[tuple[str, Any]]:
-    """(field, wrong value) pairs the text does not support: another number, a shifted day, a name."""
+def wrong_answers(
+    record: GoldRecord, data: dict[str, Any], others: list[str], order: DateOrder | None = None
+) -> list[tuple[str, Any]]:
+    """(field, wrong value) pairs the text does not support: another number, a shifted day, a name, the
+    day and month swapped under a stated date `order`."""
     wrong: list[tuple[str, Any]] = []
     amount = data.get("amount")
     if isinstance(amount, int | float):
@@ -74,6 +82,10 @@ def wrong_answers(record: GoldRecord, data: dict[str, Any], others: list[str]) -
         days = (date.fromisoformat(data["date"]) + timedelta(days=n) for n in (1, -1, 2))
         written = ValueFinder(record.text)  # no reference: only the days the text writes outright
         wrong.append(("date", next(d.isoformat() for d in days if written.date(d.isoformat()) is None)))
+        day = date.fromisoformat(data["date"])
+        swapped = safe_date(day.year, day.day, day.month) if day.day != day.month else None
+        if order and swapped and written.date(swapped.isoformat(), order) is None:
+            wrong.append(("date", swapped.isoformat()))
     for key in NAMES:
         if data.get(key):
             other = next((o for o in others if o != data[key] and o not in record.text), None)
@@ -88,6 +100,10 @@ def main() -> None:
     )
     parser.add_argument("--sets", help="comma-separated gold file names without .jsonl (default: all)")
     parser.add_argument("--wrong", action="store_true", help="also judge answers with one wrong value")
+    parser.add_argument(
+        "--file", type=Path, help="one gold file anywhere (examples/gold/real/...), with --schema"
+    )
+    parser.add_argument("--schema", help="with --file: the schema its records are judged under")
     parser.add_argument("--model", action="store_true", help="score every answer with the bundled model "
                         "and judge with confidence in force (benchmarks/judge_scored.py)")  # fmt: skip
     parser.add_argument("--limit", type=int, default=5, help="with --model: records per gold set")
@@ -104,12 +120,16 @@ def main() -> None:
     paths = sorted(GOLD.glob("*.jsonl"))
     if args.sets:
         paths = [GOLD / f"{name}.jsonl" for name in args.sets.split(",")]
+    if args.file:
+        if not args.schema:
+            parser.error("--file needs --schema: the schema its records are judged under")
+        paths = [args.file]
     total = ok = tried = accepted = 0
     print("| gold set | records | ok | share ok | wrong values tried | wrong accepted |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     refusals, lies = [], []
     for path in paths:
-        schema = load_schema(schema_name(path))
+        schema = load_schema(args.schema if args.file else schema_name(path))
         records = load_gold(path, schema)
         names = [r.gold.get(k) for r in records for k in NAMES if r.gold.get(k)]
         set_ok = set_tried = set_accepted = 0
@@ -121,7 +141,7 @@ def main() -> None:
                 refusals.append(f"- {path.stem} {record.id} ({verdict.status}): " + "; ".join(verdict.errors))
             if not args.wrong:
                 continue
-            for key, value in wrong_answers(record, data, names):
+            for key, value in wrong_answers(record, data, names, schema.date_order):
                 set_tried += 1
                 bad = perfect(schema, record.text, data | {key: value}, record.meta)
                 if bad.data is not None and bad.status != "failed" and bad.data.get(key) == value:
