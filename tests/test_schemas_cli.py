@@ -35,7 +35,7 @@ def test_jsonl_gives_one_line_per_file_and_strict_refuses(tmp_path) -> None:
     ]
     assert "#/properties/a: $ref" in lines[1]["refused_because"][-1]
     assert set(lines[0]) == {
-        "file", "accepted", "changed", "checked_after", "not_checked", "long_texts", "unguided",
+        "file", "accepted", "changed", "checked_after", "not_checked", "long_texts", "unguided", "dates",
         "refused_because"
     }  # fmt: skip
     strict = runner.invoke(app, ["schemas", str(loose), "expense", "--strict", "--format", "jsonl"])
@@ -65,3 +65,12 @@ def test_a_module_model_name_is_shown_as_written_never_as_an_emoji() -> None:
     result = runner.invoke(app, ["schemas", "tests.pydantic_models:Ticket"])
     assert "tests.pydantic_models:Ticket" in " ".join(result.output.split()), result.output
     assert "🎫" not in result.output
+
+
+def test_a_schema_with_a_date_says_how_an_open_date_is_read_and_what_to_write() -> None:
+    """shop_receipt states day first; expense none, so it is told what to write; contact has no date."""
+    result = runner.invoke(app, ["schemas", "shop_receipt", "expense", "contact", "--format", "jsonl"])
+    receipt, expense, contact = (json.loads(line)["dates"] for line in result.stdout.splitlines())
+    assert receipt == ["03/06/2024 is read day-first (3 June), as x-date-order says; 25/06/2024 as written"]
+    assert '"x-date-order": "day-first"' in expense[0] and "both ways" in expense[0]
+    assert contact == []

@@ -8,6 +8,8 @@ judgement fields have no guide: a field the model must judge (free text that is 
 or a formatted value, a label from an enum, yes or no) and whose description, the rubric the field guide
 shows it, is missing. Such fields are the ones a small model reads worst (issue 53): who is "the person
 who spent the money", which category a parking fee is, what makes a severity high.
+Where a schema has a date field it also says how "03/06/2024" is read: in the order the root's
+`x-date-order` states, or both ways, with what to write if the records follow one convention.
 `--format jsonl` writes one line per file for scripts; `--strict` refuses any schema that would need a
 change.
 """
@@ -32,7 +34,7 @@ class SchemaFormat(StrEnum):
     jsonl = "jsonl"
 
 
-KEYS = ("file", "accepted", "changed", "checked_after", "not_checked", "long_texts", "unguided",
+KEYS = ("file", "accepted", "changed", "checked_after", "not_checked", "long_texts", "unguided", "dates",
         "refused_because")  # fmt: skip  # a jsonl line's keys, in order
 
 
@@ -73,6 +75,21 @@ def unguided(node: dict[str, Any], prefix: str = "") -> Iterator[str]:
             yield from unguided(items, f"{path}[].")
 
 
+def dates(body: dict[str, Any]) -> list[str]:
+    """How a date its digits leave open is read, where the schema has a date field (at any depth)."""
+    from formwork.schemas.annotations import date_order
+    from formwork.schemas.walk import walk
+
+    if not any(node.get("format") in ("date", "date-time") for _, node in walk(body)):
+        return []
+    order = date_order(body)
+    if order:
+        meant = "3 June" if order == "day-first" else "6 March"
+        return [f"03/06/2024 is read {order} ({meant}), as x-date-order says; 25/06/2024 as written"]
+    return ['03/06/2024 is read both ways (3 June, 6 March) and either is accepted: if the records write '
+            'one way, say so at the root, "x-date-order": "day-first" (or "month-first")']  # fmt: skip
+
+
 def check_one(spec: str, strict: bool) -> dict[str, Any]:
     """The verdict on one schema file (or package.module:Model), as the jsonl line says it."""
     from formwork.schemas.registry import SchemaProblem, load_checked_schema
@@ -89,6 +106,7 @@ def check_one(spec: str, strict: bool) -> dict[str, Any]:
             "not_checked": [],
             "long_texts": [],
             "unguided": [],
+            "dates": [],
             "refused_because": reasons,
         }
     from formwork.schemas.roles import schema_roles
@@ -103,6 +121,7 @@ def check_one(spec: str, strict: bool) -> dict[str, Any]:
         "not_checked": report.ignored,  # a format no checker reads: said, never silent
         "long_texts": schema_roles(schema.body).explain(),  # how a long text's parts merge each field
         "unguided": list(unguided(schema.checked_body)),  # judgement fields with no rubric
+        "dates": dates(schema.body),  # how an open "03/06/2024" is read
         "refused_because": [],
     }
 
@@ -121,6 +140,7 @@ def _print_verdict(verdict: dict[str, Any]) -> None:
         ("not checked", "not_checked"),
         ("long texts", "long_texts"),
         ("no guide", "unguided"),
+        ("dates", "dates"),
     ):
         for line in verdict[key]:
             err.print(f"    {title}: {escape(line)}")
