@@ -84,7 +84,7 @@ def wrong_answers(
         wrong.append(("date", next(d.isoformat() for d in days if written.date(d.isoformat()) is None)))
         day = date.fromisoformat(data["date"])
         swapped = safe_date(day.year, day.day, day.month) if day.day != day.month else None
-        if order and swapped and written.date(swapped.isoformat(), order) is None:
+        if order and swapped and ValueFinder(record.text, order=order).date(swapped.isoformat()) is None:
             wrong.append(("date", swapped.isoformat()))
     for key in NAMES:
         if data.get(key):

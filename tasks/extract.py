@@ -162,7 +162,7 @@ def held_to_policy(schema: Schema, text: str, meta: dict[str, Any] | None, outco
     readings = outcome.readings or {options.mode: outcome.verdict}
     reference, anchor = anchored_reference(meta, options.reference_date_field)
     offered = candidate_counts(options.formatting_grammar(schema, text, meta))
-    competes = dates_compete(text, reference, anchor)
+    competes = dates_compete(text, reference, anchor, schema.date_order)
     outcome.verdict = decide(schema, readings, options.policy, offered, competes, text)
     return outcome
 

@@ -14,7 +14,7 @@ from formwork.schemas.roles import unit_body
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.grounding.candidates import grounded_body
 from formwork.tasks.grounding.dates import numeric_readings
-from formwork.tasks.grounding.values import ValueFinder
+from formwork.tasks.grounding.values import ValueFinder, record_values
 from formwork.tasks.validate import judge
 
 BODY = {
@@ -41,16 +41,16 @@ def test_a_date_the_text_settles_carries_no_order(text: str) -> None:
 
 
 def test_a_stated_order_keeps_only_its_reading_of_an_open_date() -> None:
-    finder = ValueFinder(OPEN)
-    assert finder.date("2024-06-03", "day-first") and finder.date("2024-03-06", "month-first")
-    assert finder.date("2024-03-06", "day-first") is None
-    assert finder.date("2024-06-03", "month-first") is None
-    assert finder.date("2024-03-06") and finder.date("2024-06-03")  # no order stated: either
+    day_first, month_first, either = (ValueFinder(OPEN, order=o) for o in ("day-first", "month-first", None))
+    assert day_first.date("2024-06-03") and month_first.date("2024-03-06")
+    assert day_first.date("2024-03-06") is None
+    assert month_first.date("2024-06-03") is None
+    assert either.date("2024-03-06") and either.date("2024-06-03")  # no order stated: either
 
 
 def test_a_date_the_text_settles_is_found_against_the_stated_order() -> None:
-    finder = ValueFinder("Paid on 12/25/2024, thanks")
-    assert finder.date("2024-12-25", "day-first") is not None
+    finder = ValueFinder("Paid on 12/25/2024, thanks", order="day-first")
+    assert finder.date("2024-12-25") is not None
 
 
 def test_the_grammar_offers_an_open_date_only_in_the_stated_order() -> None:
@@ -60,11 +60,11 @@ def test_the_grammar_offers_an_open_date_only_in_the_stated_order() -> None:
     assert {"2024-06-03", "2024-03-06"} <= set(either)
 
 
-def _judged(body: dict, answer: dict):
+def _judged(body: dict, answer: dict, text: str = OPEN):
     schema = schema_from_body(body, "till_slip.json")
     written = json.dumps(answer)
     notes = Completion("notes", "stop", 1, 1, 0.0, "test")
-    return judge(schema, OPEN, notes, Completion(written, "stop", 1, 1, 0.0, "test", ((written, 0.0),)))
+    return judge(schema, text, notes, Completion(written, "stop", 1, 1, 0.0, "test", ((written, 0.0),)))
 
 
 def test_the_judge_refuses_the_other_reading_of_an_open_date() -> None:
@@ -102,3 +102,16 @@ def test_a_list_read_unit_by_unit_keeps_the_order() -> None:
         "required": ["items"],
     }
     assert unit_body(body, "items", "line")["x-date-order"] == "month-first"
+
+
+def test_a_reference_date_the_text_states_is_read_in_the_stated_order() -> None:
+    """ "Sent on 03/06/2024: taxi yesterday": yesterday is 2 June day first, 5 March month first."""
+    text = "Sent on 03/06/2024: taxi yesterday, 12 EUR"
+    assert record_values(text, order="day-first").reference == date(2024, 6, 3)
+    assert record_values(text, order="month-first").reference == date(2024, 3, 6)
+    day_first = grounded_body(BODY, text, date_order="day-first")["properties"]["date"]["enum"]
+    assert "2024-06-02" in day_first and "2024-03-05" not in day_first
+    assert (
+        _judged({**BODY, "x-date-order": "day-first"}, {"date": "2024-06-02", "total": 12}, text).status
+        == "ok"
+    )

@@ -18,8 +18,9 @@ from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
+from formwork.schemas.annotations import DateOrder
 from formwork.tasks.grounding.dates import WrittenDates, numeric_readings
-from formwork.tasks.grounding.reading import RECORDS_KEPT, Reading
+from formwork.tasks.grounding.reading import RECORDS_KEPT, Reading, in_order
 
 STATED = re.compile(
     r"(?im)^[>\s]*(?:date|sent|datum|fecha|gesendet|envoyé|日期|日付|发送时间|送信日時)\s*[:：]\s*"  # headers
@@ -34,14 +35,14 @@ ANCHOR = "reference_anchor"  # the meta key that says where a reference date set
 
 
 @lru_cache(maxsize=RECORDS_KEPT)
-def stated_reference(text: str) -> tuple[date, str] | None:
+def stated_reference(text: str, order: DateOrder | None = None) -> tuple[date, str] | None:
     """The first absolute date the text states as the day it was written, and the anchor label
     ("text: Sent on 2024-06-10"); None if the text states none (or only a day no text was written
-    on: `unlikely_reference`)."""
+    on: `unlikely_reference`). A date its digits leave open is read in the schema's `order`."""
     phrases = list(STATED.finditer(text))
     if not phrases:
         return None
-    dates = numeric_readings(text) + WrittenDates(text, None, None).readings()
+    dates = in_order(numeric_readings(text), order) + WrittenDates(text, None, None).readings()
     for phrase in phrases:
         after = [
             r for r in dates if 0 <= r.span[0] - phrase.end() <= NEAR and not unlikely_reference(r.value)
@@ -100,13 +101,12 @@ def _one_day_each(text: str, readings: list[Reading]) -> list[Reading]:
     return kept
 
 
-def latest_stated_day(text: str) -> tuple[date, str] | None:
+def latest_stated_day(text: str, order: DateOrder | None = None) -> tuple[date, str] | None:
     """The latest absolute day `text` states, with the anchor label of its line ("text: neuer
     Kontostand vom 31.05.2024"), or None: a statement's or a folio's closing day, against which the
-    year-less days of its lines are read (tasks/grounding/yearless.py)."""
-    days = [
-        r for r in numeric_readings(text) + WrittenDates(text, None, None).readings() if r.kind != "derived"
-    ]
+    year-less days of its lines are read (tasks/grounding/yearless.py); an open date in `order`."""
+    written = in_order(numeric_readings(text), order) + WrittenDates(text, None, None).readings()
+    days = [r for r in written if r.kind != "derived"]
     days = [r for r in _one_day_each(text, days) if unlikely_reference(r.value) is None]  # type: ignore[arg-type]
     if not days:
         return None

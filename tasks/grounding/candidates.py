@@ -184,19 +184,18 @@ def _value_words(finder: ValueFinder, kinds: frozenset[str], labels: Spans) -> V
 
 def _pool(
     node: dict[str, Any], check: dict[str, Any], rule: Rule, finder: ValueFinder, notes: str,
-    words: ValueWords, name: str, dates_in: tuple[int, int] | None, date_order: DateOrder | None,
+    words: ValueWords, name: str, dates_in: tuple[int, int] | None,
 ) -> Iterable[Any] | None:  # fmt: skip
     """Every value `node` (the property `name`) could take under grounded decoding, likeliest first;
     None: keep the node. `check` is the same field in the checked body, which keeps the `x-`
-    annotations; a date comes from `dates_in` where the text states one there, in `date_order` where
-    the text leaves the order open."""
+    annotations; a date comes from `dates_in` where the text states one there."""
     types, text = value_types(node), finder.text
     if rule == "value" and types & {"number", "integer"}:
         numbers = (r for r in finder.number_readings() if isinstance(r.value, Decimal))
         readings = [r for r in numbers if not words.part_of_date(r.span)]
         return _mentioned_first([(_number(r.value), text[r.span[0] : r.span[1]]) for r in readings], notes)
     if rule == "value" and node.get("format") == "date":
-        readings = [r for r in finder.date_readings(date_order) if isinstance(r.value, date)]
+        readings = [r for r in finder.date_readings() if isinstance(r.value, date)]
         inside = [r for r in readings if dates_in and dates_in[0] <= r.span[0] and r.span[1] <= dates_in[1]]
         readings = inside or readings
         return _mentioned_first([(r.value.isoformat(), text[r.span[0] : r.span[1]]) for r in readings], notes)
@@ -247,7 +246,7 @@ def grounded_body(
     is where a date field's value is read where the text states one there (a statement line's own
     dated line, not a card timestamp in the booking text under it), else anywhere; `date_order` is the
     schema's `x-date-order`, the only order a date the text leaves open is offered in."""
-    finder = record_source(text, reference, anchor).values
+    finder = record_source(text, reference, anchor, date_order).values
     root = checked if checked is not None else body
     same = _Same(root)
     words = _value_words(finder, _kinds_of(same), _label_spans(same, text))
@@ -269,7 +268,7 @@ def grounded_body(
             if isinstance(node.get("items"), dict):
                 copy["items"] = visit(node["items"], check.get("items"), passed, name)
             return copy
-        pool = _pool(node, check, rule, finder, notes, words, name, dates_in, date_order)
+        pool = _pool(node, check, rule, finder, notes, words, name, dates_in)
         if pool is None:
             return node
         values = _bounded(pool, admits(root, check, text))

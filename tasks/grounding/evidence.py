@@ -136,11 +136,18 @@ def _bounded(text: str, start: int, end: int) -> bool:
 class Source:
     """One record's text, prepared once (folded, numbers and dates read) for all its values."""
 
-    def __init__(self, text: str, reference: date | None = None, anchor: str | None = None):
+    def __init__(
+        self,
+        text: str,
+        reference: date | None = None,
+        anchor: str | None = None,
+        order: DateOrder | None = None,
+    ):
         """`reference` (from `anchor`, such as "meta reference_date") grounds relative dates; without
-        one, a date the text states as its own ("Sent on 2024-06-10", 今天是…) is used, marked so."""
+        one, a date the text states as its own ("Sent on 2024-06-10", 今天是…) is used, marked so, and
+        read in the schema's date `order` where its digits leave it open."""
         self.text = text
-        self.values = record_values(text, reference, anchor)  # read once, shared with the candidates
+        self.values = record_values(text, reference, anchor, order)  # read once, shared with the candidates
 
     @cached_property
     def _folding(self) -> tuple[str, list[int]]:
@@ -258,31 +265,28 @@ class Source:
 
 
 @lru_cache(maxsize=RECORDS_KEPT)
-def record_source(text: str, reference: date | None = None, anchor: str | None = None) -> Source:
+def record_source(
+    text: str, reference: date | None = None, anchor: str | None = None, order: DateOrder | None = None
+) -> Source:
     """The one `Source` of a record's text, shared by its grammar's candidates and by the judge of
     every attempt. Kept for `RECORDS_KEPT` texts, above the records a GPU server keeps in flight (256
     in BENCHMARKS section 7): with fewer, a record's reading was evicted by the others' between its
     grammar and its judge, and read again."""
-    return Source(text, reference, anchor)
+    return Source(text, reference, anchor, order)
 
 
-def _value_match(
-    source: Source, node: dict[str, Any], value: Any, order: DateOrder | None
-) -> tuple[bool, Any]:
-    """(is this a number or date?, its match or None) under the `value` rule; a date the text leaves
-    open is read in the schema's stated `order` only."""
+def _value_match(source: Source, node: dict[str, Any], value: Any) -> tuple[bool, Any]:
+    """(is this a number or date?, its match or None) under the `value` rule."""
     if not isinstance(value, str):
         return True, source.values.number(value)
     if node.get("format") in ("date", "date-time") or ISO_LIKE.match(value):
-        return True, source.values.date(value, order)
+        return True, source.values.date(value)
     if NUMERIC.fullmatch(value.strip()):
         return True, source.values.number(value.strip())
     return False, None  # a plain string under `value`: quoted like any other
 
 
-def _check(
-    source: Source, node: dict[str, Any], value: Any, path: str, rule: Rule, order: DateOrder | None
-) -> Evidence:
+def _check(source: Source, node: dict[str, Any], value: Any, path: str, rule: Rule) -> Evidence:
     if isinstance(value, str) and not value.strip() and rule != "none":
         return Evidence(path, value, rule, "none")  # a blank string is no value: never backed
     if rule == "none":
@@ -291,7 +295,7 @@ def _check(
             return Evidence(path, value, rule, "exact", written, source.text[slice(*written[0])], 100.0, True)
         return Evidence(path, value, rule, "none", grounded=True, score=100.0)
     if rule == "value":
-        is_value, match = _value_match(source, node, value, order)
+        is_value, match = _value_match(source, node, value)
         if match is not None:
             quote = source.text[match.spans[0][0] : match.spans[0][1]]
             spans = match.spans[:MAX_SPANS]
@@ -311,7 +315,7 @@ def ground(
     """Evidence for every non-null value of `data` (validated against `body`), from `text` alone;
     `anchor` says where `reference` came from, and goes into each derived date's evidence;
     `date_order` is the schema's `x-date-order`, for dates the text leaves open."""
-    source = source or record_source(text, reference, anchor)
+    source = source or record_source(text, reference, anchor, date_order)
     found: list[Evidence] = []
 
     def walk(node: dict[str, Any], value: Any, path: str, inherited: Rule | None) -> None:
@@ -327,7 +331,7 @@ def ground(
             for i, element in enumerate(value):
                 walk(item, element, f"{path}[{i}]", passed)
         else:
-            found.append(_check(source, node, value, path, rule, date_order))
+            found.append(_check(source, node, value, path, rule))
 
     walk(body, data, "", None)
     return found

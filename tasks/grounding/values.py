@@ -76,16 +76,24 @@ class ValueFinder:
     """The numbers and dates of one source text, read once and matched against many values.
 
     `reference` is the day the text was written, against which "yesterday" is read; `anchor` says
-    where it came from (a meta field, a mail header, a line of the text) and goes into the evidence."""
+    where it came from (a meta field, a mail header, a line of the text) and goes into the evidence.
+    `order` is the schema's date order (`x-date-order`): a date its digits leave open is read only so."""
 
-    def __init__(self, text: str, reference: date | None = None, anchor: str | None = None):
+    def __init__(
+        self,
+        text: str,
+        reference: date | None = None,
+        anchor: str | None = None,
+        order: DateOrder | None = None,
+    ):
         self.text = text
         self.reference = reference
         self.anchor = anchor if reference is not None else None
+        self.order = order
 
     @cached_property
     def _numeric_dates(self) -> list[Reading]:
-        return numeric_readings(self.text)
+        return in_order(numeric_readings(self.text), self.order)
 
     @cached_property
     def _written_dates(self) -> list[Reading]:
@@ -119,10 +127,9 @@ class ValueFinder:
         """Every reading of every number the text backs."""
         return list(self._numbers)
 
-    def date_readings(self, order: DateOrder | None = None) -> list[Reading]:
-        """Every date the text backs, relative ones resolved against the reference date; with a stated
-        `order`, a date the text leaves open only as read in it."""
-        return in_order(self._numeric_dates, order) + self._written_dates
+    def date_readings(self) -> list[Reading]:
+        """Every date the text backs, relative ones resolved against the reference date."""
+        return self._numeric_dates + self._written_dates
 
     def number(self, value: float | int | str) -> ValueMatch | None:
         wanted = _as_decimal(value)
@@ -137,27 +144,31 @@ class ValueFinder:
         exact = self.text[match.spans[0][0] : match.spans[0][1]] == str(value)
         return ValueMatch("exact" if exact else "normalised", match.spans)
 
-    def date(self, value: str, order: DateOrder | None = None) -> ValueMatch | None:
+    def date(self, value: str) -> ValueMatch | None:
         wanted = _iso_date(value)
         if wanted is None:
             return None
-        numeric = _best([r for r in in_order(self._numeric_dates, order) if r.value == wanted])
+        numeric = _best([r for r in self._numeric_dates if r.value == wanted])
         return numeric or _best([r for r in self._written_dates if r.value == wanted])
 
 
 @lru_cache(maxsize=RECORDS_KEPT)
-def record_values(text: str, reference: date | None = None, anchor: str | None = None) -> ValueFinder:
+def record_values(
+    text: str, reference: date | None = None, anchor: str | None = None, order: DateOrder | None = None
+) -> ValueFinder:
     """The one reading of a record's text, shared by its candidates and its grounding check (and by
     every attempt); kept for the last RECORDS_KEPT texts. `reference` comes from the record (`anchor` says
     where: "meta reference_date"); without one, a date the text states as its own ("Sent on
     2024-06-10", 今天是…) is used, and the evidence says so."""
-    if reference is None and (stated := stated_reference(text)):
+    if reference is None and (stated := stated_reference(text, order)):
         reference, anchor = stated
-    return ValueFinder(text, reference, anchor or ("given" if reference else None))
+    return ValueFinder(text, reference, anchor or ("given" if reference else None), order)
 
 
-def dates_compete(text: str, reference: date | None = None, anchor: str | None = None) -> bool:
+def dates_compete(
+    text: str, reference: date | None = None, anchor: str | None = None, order: DateOrder | None = None
+) -> bool:
     """Whether the text states a date outright and also one relative to its reference ("Sent on 10 June:
     taxi yesterday"): the case where both readings of a small model chose the sending day."""
-    kinds = {r.kind == "derived" for r in record_values(text, reference, anchor).date_readings()}
+    kinds = {r.kind == "derived" for r in record_values(text, reference, anchor, order).date_readings()}
     return kinds == {True, False}

@@ -200,7 +200,7 @@ def extract_items(
             each = replace(options, policy=None, mode=mode)
             shown = layout.header.text(text)
             header = submit(per_record, record_id, shown, header_schema(schema), *engines, each, meta)
-        each_unit = layout.reading_meta(meta, text, options.reference_date_field)
+        each_unit = layout.reading_meta(meta, text, options.reference_date_field, schema.date_order)
         unit = partial(_read_unit, record_id, layout=layout, text=text, schema=schema, engine=engines[0],
                        options=options, meta=each_unit)  # fmt: skip
         results = [future.result() for future in [submit(unit, i) for i in range(len(units))]]

@@ -52,7 +52,8 @@ def extract_long(
     outcome = outcome or Outcome(record_id, Verdict("failed", None, ["not processed"]), attempts=0)
     reading, each = part_schema(schema), part_options(schema, options, counted_engines(engines))
     roles = roles_of(schema)
-    meta = find_units(text).reading_meta(meta, text, options.reference_date_field)  # a part has no header
+    field, order = options.reference_date_field, schema.date_order
+    meta = find_units(text).reading_meta(meta, text, field, order)  # a part has no header
 
     def read(index: int, asked: tuple[str, ...] = ()) -> Outcome:
         part = parts[index]

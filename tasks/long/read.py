@@ -53,7 +53,7 @@ def whole_meta(
     no date at all. A schema with no list, and a text that shows none, keep the record's meta."""
     if not roles_of(schema).items:
         return meta
-    return find_units(text).reading_meta(meta, text, options.reference_date_field)
+    return find_units(text).reading_meta(meta, text, options.reference_date_field, schema.date_order)
 
 
 def read_long(

@@ -30,6 +30,7 @@ import itertools
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from formwork.schemas.annotations import DateOrder
 from formwork.tasks.grounding.anchors import ANCHOR, anchored_reference, latest_stated_day
 from formwork.tasks.long.box_rows import box_rows, states_value
 from formwork.tasks.long.layout import (
@@ -109,14 +110,17 @@ class Layout:
     header: Excerpt
     cut_to: int | None = None
 
-    def reading_meta(self, meta: dict[str, Any] | None, text: str, field: str) -> dict[str, Any] | None:
+    def reading_meta(
+        self, meta: dict[str, Any] | None, text: str, field: str, order: DateOrder | None = None
+    ) -> dict[str, Any] | None:
         """The meta each piece of this list (a unit, a part) is read with: the record's, and where it gives
         no reference date, the latest day the list's header states (a statement's closing day), so a
         line's `02.05.` is read as a day of that statement's year (tasks/grounding/yearless.py). A mail
-        message keeps its own `Date:` header, and a text with no list has no header to read."""
+        message keeps its own `Date:` header, and a text with no list has no header to read. `order` is
+        the schema's date order, for a header date its digits leave open."""
         if self.kind in (None, "messages") or anchored_reference(meta, field)[0] is not None:
             return meta
-        stated = latest_stated_day(self.header.text(text))
+        stated = latest_stated_day(self.header.text(text), order)
         if stated is None:
             return meta
         return {**(meta or {}), field: stated[0].isoformat(), ANCHOR: stated[1]}
