@@ -10,7 +10,7 @@ import pytest
 from formwork.schemas.annotations import default_rule, grounding_problems
 from formwork.schemas.registry import load_schema
 from formwork.tasks.engines.base import Completion
-from formwork.tasks.grounding.evidence import Source, ground
+from formwork.tasks.grounding.evidence import Source, ground, record_source
 from formwork.tasks.validate import judge
 
 EXPENSE = load_schema("expense")
@@ -137,10 +137,10 @@ def test_an_ambiguous_date_accepts_either_day_month_order() -> None:
 
 def test_a_relative_date_is_derived_only_against_a_reference_date() -> None:
     text = "bought lunch yesterday for 12 dollars"
-    derived = Source(text, reference=date(2020, 3, 4)).values.date("2020-03-03")
+    derived = record_source(text, date(2020, 3, 4)).values.date("2020-03-03")
     assert derived is not None and derived.kind == "derived"
     assert spans_text(text, derived.spans) == ["yesterday"]
-    assert Source(text, reference=date(2020, 3, 4)).values.date("2020-03-02") is None
+    assert record_source(text, date(2020, 3, 4)).values.date("2020-03-02") is None
     assert Source(text).values.date("2020-03-03") is None  # no reference: nothing to derive from
 
 
@@ -150,7 +150,7 @@ def test_a_relative_date_is_derived_only_against_a_reference_date() -> None:
      ("almuerzo ayer", "ayer", "2020-03-03"), ("Abendessen am Freitag", "Freitag", "2020-02-28")],
 )  # fmt: skip
 def test_a_relative_day_in_another_language_is_derived(text: str, word: str, meant: str) -> None:
-    derived = Source(text, reference=date(2020, 3, 4)).values.date(meant)
+    derived = record_source(text, date(2020, 3, 4)).values.date(meant)
     assert derived is not None and derived.kind == "derived"
     assert spans_text(text, derived.spans) == [word]
     assert Source(text).values.date(meant) is None
@@ -158,7 +158,7 @@ def test_a_relative_day_in_another_language_is_derived(text: str, word: str, mea
 
 def test_last_friday_is_derived_from_the_reference() -> None:
     text = "Taxi last Friday, 30 EUR"
-    derived = Source(text, reference=date(2024, 3, 20)).values.date("2024-03-15")  # a Wednesday
+    derived = record_source(text, date(2024, 3, 20)).values.date("2024-03-15")  # a Wednesday
     assert derived is not None and derived.kind == "derived"
 
 

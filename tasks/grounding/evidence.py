@@ -29,7 +29,7 @@ from typing import Any, Literal
 from formwork.schemas.annotations import DateOrder, Rule, rule_for
 from formwork.tasks.grounding.aliases import written_labels
 from formwork.tasks.grounding.reading import RECORDS_KEPT
-from formwork.tasks.grounding.values import record_values
+from formwork.tasks.grounding.values import ValueFinder, record_values
 
 Kind = Literal["exact", "normalised", "fuzzy", "derived", "none"]
 FUZZY_THRESHOLD = 90.0  # RapidFuzz ratio (0-100) of the value against the aligned, word-extended span
@@ -136,18 +136,11 @@ def _bounded(text: str, start: int, end: int) -> bool:
 class Source:
     """One record's text, prepared once (folded, numbers and dates read) for all its values."""
 
-    def __init__(
-        self,
-        text: str,
-        reference: date | None = None,
-        anchor: str | None = None,
-        order: DateOrder | None = None,
-    ):
-        """`reference` (from `anchor`, such as "meta reference_date") grounds relative dates; without
-        one, a date the text states as its own ("Sent on 2024-06-10", 今天是…) is used, marked so, and
-        read in the schema's date `order` where its digits leave it open."""
+    def __init__(self, text: str, values: ValueFinder | None = None):
+        """`values` is the record's one reading of its numbers and dates (`record_values`: with its
+        reference date and date order), shared with the candidates; by default the text's own."""
         self.text = text
-        self.values = record_values(text, reference, anchor, order)  # read once, shared with the candidates
+        self.values = values or record_values(text)
 
     @cached_property
     def _folding(self) -> tuple[str, list[int]]:
@@ -272,7 +265,7 @@ def record_source(
     every attempt. Kept for `RECORDS_KEPT` texts, above the records a GPU server keeps in flight (256
     in BENCHMARKS section 7): with fewer, a record's reading was evicted by the others' between its
     grammar and its judge, and read again."""
-    return Source(text, reference, anchor, order)
+    return Source(text, record_values(text, reference, anchor, order))
 
 
 def _value_match(source: Source, node: dict[str, Any], value: Any) -> tuple[bool, Any]:
