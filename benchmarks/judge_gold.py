@@ -79,10 +79,10 @@ def wrong_answers(
         bump = 1 if str(int(amount) + 1) not in record.text else 7
         wrong.append(("amount", amount + bump))
     if data.get("date"):  # a day later, or earlier where the text writes the later day ("Sent on …")
-        days = (date.fromisoformat(data["date"]) + timedelta(days=n) for n in (1, -1, 2))
+        day = date.fromisoformat(data["date"])
+        days = (day + timedelta(days=n) for n in (1, -1, 2))
         written = ValueFinder(record.text)  # no reference: only the days the text writes outright
         wrong.append(("date", next(d.isoformat() for d in days if written.date(d.isoformat()) is None)))
-        day = date.fromisoformat(data["date"])
         swapped = safe_date(day.year, day.day, day.month) if day.day != day.month else None
         if order and swapped and ValueFinder(record.text, order=order).date(swapped.isoformat()) is None:
             wrong.append(("date", swapped.isoformat()))

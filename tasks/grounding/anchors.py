@@ -42,7 +42,7 @@ def stated_reference(text: str, order: DateOrder | None = None) -> tuple[date, s
     phrases = list(STATED.finditer(text))
     if not phrases:
         return None
-    dates = in_order(numeric_readings(text), order) + WrittenDates(text, None, None).readings()
+    dates = _written_outright(text, order)
     for phrase in phrases:
         after = [
             r for r in dates if 0 <= r.span[0] - phrase.end() <= NEAR and not unlikely_reference(r.value)
@@ -52,6 +52,11 @@ def stated_reference(text: str, order: DateOrder | None = None) -> tuple[date, s
             line = text[phrase.start() : first.span[1]].strip()
             return first.value, f"text: {line}"  # type: ignore[return-value]
     return None
+
+
+def _written_outright(text: str, order: DateOrder | None) -> list[Reading]:
+    """The dates `text` writes with no reference date to read them against, an open one in `order`."""
+    return in_order(numeric_readings(text), order) + WrittenDates(text, None, None).readings()
 
 
 def unlikely_reference(day: date, today: date | None = None) -> str | None:
@@ -105,8 +110,7 @@ def latest_stated_day(text: str, order: DateOrder | None = None) -> tuple[date, 
     """The latest absolute day `text` states, with the anchor label of its line ("text: neuer
     Kontostand vom 31.05.2024"), or None: a statement's or a folio's closing day, against which the
     year-less days of its lines are read (tasks/grounding/yearless.py); an open date in `order`."""
-    written = in_order(numeric_readings(text), order) + WrittenDates(text, None, None).readings()
-    days = [r for r in written if r.kind != "derived"]
+    days = [r for r in _written_outright(text, order) if r.kind != "derived"]
     days = [r for r in _one_day_each(text, days) if unlikely_reference(r.value) is None]  # type: ignore[arg-type]
     if not days:
         return None
