@@ -36,6 +36,7 @@ def as_payload(done: Completion) -> dict[str, Any] | None:
         "completion_tokens": done.completion_tokens, "duration_s": done.duration_s, "model": done.model,
         "engine": done.engine, "token_logprobs": [[piece, _finite(p)] for piece, p in done.token_logprobs],
         "token_rivals": [_finite(p) for p in done.token_rivals],
+        "token_nulls": [_finite(p) for p in done.token_nulls],
     }  # fmt: skip
 
 
@@ -46,6 +47,7 @@ def from_payload(payload: dict[str, Any]) -> Completion:
         payload["duration_s"], payload["model"],
         token_logprobs=tuple((piece, _infinite(p)) for piece, p in payload["token_logprobs"]),
         token_rivals=tuple(_infinite(p) for p in payload["token_rivals"]), engine=payload["engine"],
+        token_nulls=tuple(_infinite(p) for p in payload.get("token_nulls", ())),  # none stored before them
     )  # fmt: skip
 
 

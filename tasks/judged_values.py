@@ -21,11 +21,13 @@ def _rounded(confidence: float | None) -> float | None:
 def judged_values(
     evidence: list[Evidence], nulls: dict[str, float], held: list[Held],
     refused: list[tuple[Path, str]], nulled: list[str], rivals: dict[str, float] | None = None,
+    null_mass: dict[str, float] | None = None,
 ) -> list[dict[str, Any]]:  # fmt: skip
     """Every value and null of one attempt with its confidence, its runner-up's bound (`rival`, where
-    the engine reported one) and what the judge made of it: passed, refused (validation or
-    grounding), below bound, nulled (with a parent), null (certified), unsure null."""
-    rivals = rivals or {}
+    the engine reported one), the probability that null was written in a value's place (`p_null`,
+    likewise) and what the judge made of it: passed, refused (validation or grounding), below bound,
+    nulled (with a parent), null (certified), unsure null."""
+    rivals, null_mass = rivals or {}, null_mass or {}
     below = {h.path for h in held if not h.null}
     unsure = {h.path for h in held if h.null}
     refused_paths = {path_text(path) for path, _ in refused}
@@ -51,4 +53,6 @@ def judged_values(
     for entry in found:
         if entry["path"] in rivals:
             entry["rival"] = _rounded(rivals[entry["path"]])
+        if entry["path"] in null_mass and entry["value"] is not None:
+            entry["p_null"] = _rounded(null_mass[entry["path"]])
     return found

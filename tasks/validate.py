@@ -26,7 +26,12 @@ from formwork.schemas.conform import conform
 from formwork.schemas.paths import Path, null_target, parse_path, path_text, semantic_errors, set_null
 from formwork.schemas.registry import Schema
 from formwork.tasks.confidence.bounds import HELD, Bounds, Held, held_again, held_nulls, held_values
-from formwork.tasks.confidence.probability import field_confidences, field_rivals, value_paths
+from formwork.tasks.confidence.probability import (
+    field_confidences,
+    field_null_mass,
+    field_rivals,
+    value_paths,
+)
 from formwork.tasks.confidence.renormalise import logprob_mode, renormalised
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.grounding.absent import read_absent
@@ -269,7 +274,8 @@ def judge(
         fixed, nulled = null_failures(schema, data, failures)
     if fixed is not None and failures and field_errors(schema, fixed, source):
         fixed = None  # nulling did not make it valid (a constraint across fields): never store it as partial
-    values = judged_values(evidence, nulls, held, refusals, nulled, rivals)
+    null_mass = field_null_mass(schema.checked_body, data, formatting) if isinstance(data, dict) else {}
+    values = judged_values(evidence, nulls, held, refusals, nulled, rivals, null_mass)
     messages = [message for _, message in failures] + unsure
     if stops or not isinstance(data, dict) or fixed is None:
         data = data if isinstance(data, dict) else None

@@ -182,7 +182,7 @@ def test_spelled_logprobs_tell_a_rival_from_another_spelling_of_the_same_value()
     written = [(b'{"a": ', 0.0, []), (b'"Blackwood"', math.log(0.5),
                [(b'"Blackwood"', math.log(0.2)), (b'"Brown"', math.log(0.25)), (b'"B', math.log(0.05))]),
                (b"}", 0.0, [])]  # fmt: skip
-    spelled, rivals = spelled_logprobs([(raw, lp, [o for o in others if o[0] != raw or lp != o[1]])
+    spelled, rivals, _ = spelled_logprobs([(raw, lp, [o for o in others if o[0] != raw or lp != o[1]])
                                         for raw, lp, others in written])  # fmt: skip
     assert spelled[1] == pytest.approx(math.log(0.7))  # the same bytes another way count
     assert rivals[1] == pytest.approx(math.log(0.25))  # "Brown" is the rival; `"B` may lead either way

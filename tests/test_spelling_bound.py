@@ -84,7 +84,7 @@ def embedded_pieces(tree: Tree, path: list[str]) -> tuple[tuple[str, float], ...
         ]
         steps.append((token.encode(), logprob, others))
         state += token
-    spelled, _ = spelled_logprobs(steps)
+    spelled = spelled_logprobs(steps).logprobs
     return tuple((raw.decode(), lp) for (raw, _, _), lp in zip(steps, spelled, strict=True))
 
 
@@ -153,5 +153,5 @@ def test_a_token_that_writes_the_whole_value_is_still_counted() -> None:
     """Two spellings that both finish the value: both count, so a sure value is not punished."""
     others = [(b'"ab"}', math.log(0.3)), (b'"a', math.log(0.1))]
     steps = [(b'{"v": ', 0.0, []), (b'"ab"', math.log(0.6), others), (b"}", 0.0, [])]
-    spelled, _ = spelled_logprobs(steps)
+    spelled = spelled_logprobs(steps).logprobs
     assert math.exp(spelled[1]) == pytest.approx(0.9)  # `"ab"}` decides it too; `"a` does not

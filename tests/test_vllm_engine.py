@@ -426,7 +426,7 @@ def test_masked_logprobs_become_pieces_that_spell_the_text() -> None:
         _entry(b'{"a":"', 0.0, MASKED_OUT), _entry(ni[:2], -0.5, -1.0), _entry(ni[2:] + b'"}', -0.1, -2.5),
         _entry(b"<|im_end|>", 0.0, MASKED_OUT),
     ]}  # fmt: skip
-    pieces, _ = masked_token_logprobs(reply, '{"a":"你"}')
+    pieces, _, _ = masked_token_logprobs(reply, '{"a":"你"}')
     assert pieces == (('{"a":"', 0.0), ("", -0.5), ('你"}', -0.1), ("", 0.0))
 
 
@@ -444,8 +444,8 @@ def test_masked_logprobs_become_pieces_that_spell_the_text() -> None:
 def test_no_token_logprobs_are_kept_unless_the_reply_shows_the_masked_distribution(
     why: str, entries: list[dict[str, Any]]
 ) -> None:
-    assert masked_token_logprobs({"content": entries}, '{"a":1}') == ((), ()), why
-    assert masked_token_logprobs(None, '{"a":1}') == ((), ())
+    assert masked_token_logprobs({"content": entries}, '{"a":1}') == ((), (), ()), why
+    assert masked_token_logprobs(None, '{"a":1}') == ((), (), ())
 
 
 def test_top_tokens_that_write_the_whole_value_add_their_mass_and_shorter_ones_do_not() -> None:
@@ -461,6 +461,6 @@ def test_top_tokens_that_write_the_whole_value_add_their_mass_and_shorter_ones_d
             {"token": "Gr", "bytes": list(b"Gr"), "logprob": math.log(0.1)}]},
         _entry(b'wood"}', 0.0, MASKED_OUT),
     ]}  # fmt: skip
-    pieces, _ = masked_token_logprobs(reply, '{"a":"Blackwood"}')
+    pieces, _, _ = masked_token_logprobs(reply, '{"a":"Blackwood"}')
     assert [p for p, _ in pieces] == ['{"a":"', "Black", 'wood"}']
     assert pieces[1][1] == pytest.approx(math.log(0.7))

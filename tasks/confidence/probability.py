@@ -24,8 +24,9 @@ from formwork.schemas.annotations import value_types
 from formwork.tasks.engines.base import Completion
 from formwork.tasks.engines.json_spans import decided_at, value_spans
 
-__all__ = ["chosen", "field_confidences", "field_rivals", "min_confidence", "null_paths", "value_paths",
-           "value_spans"]  # fmt: skip
+__all__ = ["chosen", "field_confidences", "field_null_mass", "field_rivals", "min_confidence", "null_paths",
+           "value_paths", "value_spans"]  # fmt: skip
+OPENERS = ":[,"  # what stands before a value in JSON: where the choice of a value (or null) begins
 
 
 def _token_spans(pieces: tuple[tuple[str, float], ...]) -> Iterator[tuple[int, int, float]]:
@@ -120,6 +121,32 @@ def field_rivals(
             before += completion.token_logprobs[i][1]
         if not math.isnan(before):
             found[path] = best
+    return found
+
+
+def field_null_mass(body: dict[str, Any], data: Any, completion: Completion) -> dict[str, float]:
+    """Per value path, a lower bound on the probability that `null` was written there instead: the
+    value-or-null decision, apart from the choice among values (the value's probability over this is
+    its share among the values). Each step from the one after the `:` (or `[`, `,`) before the value
+    through the step that opens it counts its tokens that write null, times the chosen path before
+    it. {} when the engine reported none (a server whose logprobs come before its mask)."""
+    nulls, pieces, text = completion.token_nulls, completion.token_logprobs, completion.text
+    if len(nulls) != len(pieces) or "".join(p for p, _ in pieces) != text:
+        return {}
+    spans, tokens = value_spans(text), list(_token_spans(pieces))
+    found = {}
+    for path, _ in value_paths(body, data):
+        if path not in spans:
+            continue
+        start = spans[path][0]
+        opened = max(text.rfind(c, 0, start) for c in OPENERS)
+        before, mass = 0.0, 0.0
+        for i, (s, e, logprob) in enumerate(tokens):
+            if e > opened and s <= start:
+                mass += math.exp(before + nulls[i]) if nulls[i] > -math.inf else 0.0
+                before += logprob
+        if not math.isnan(mass):
+            found[path] = min(mass, 1.0)
     return found
 
 

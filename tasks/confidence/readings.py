@@ -41,6 +41,7 @@ class PathReading:
     kind: str  # how the text backs it: exact, normalised, fuzzy, derived, none; null for a null
     written: bool = False  # the text writes it (a span backs it; an aliased enum's label is read)
     rival: float | None = None  # a bound on the runner-up's probability (None: the engine gave none)
+    null: float | None = None  # a value's: the probability null was written in its place (None: unknown)
 
     @property
     def margin(self) -> float | None:
@@ -50,17 +51,24 @@ class PathReading:
         return self.probability - self.rival
 
     @property
+    def among_values(self) -> float | None:
+        """A value's probability among the values, the value-or-null decision set apart: p / (1 - p_null)."""
+        if self.probability is None or self.null is None or self.value is None or self.null >= 1.0:
+            return None
+        return min(1.0, self.probability / (1.0 - self.null))
+
+    @property
     def usable(self) -> bool:
         return self.verdict in USABLE
 
     def as_dict(self) -> dict[str, Any]:
         return {"value": self.value, "p": self.probability, "verdict": self.verdict, "kind": self.kind,
-                "written": self.written, "rival": self.rival}  # fmt: skip
+                "written": self.written, "rival": self.rival, "p_null": self.null}  # fmt: skip
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PathReading:
         return cls(data["value"], data["p"], data["verdict"], data["kind"], bool(data.get("written")),
-                   data.get("rival"))  # fmt: skip
+                   data.get("rival"), data.get("p_null"))  # fmt: skip
 
 
 def readings_of(values: list[dict[str, Any]], evidence: list[dict[str, Any]]) -> dict[str, PathReading]:
@@ -71,7 +79,8 @@ def readings_of(values: list[dict[str, Any]], evidence: list[dict[str, Any]]) ->
         value, row = judged["value"], backed.get(judged["path"], {})
         kind = "null" if value is None else row.get("kind", "none")
         found[judged["path"]] = PathReading(value, judged["confidence"], judged["verdict"], kind,
-                                            bool(row.get("spans")), judged.get("rival"))  # fmt: skip
+                                            bool(row.get("spans")), judged.get("rival"),
+                                            judged.get("p_null"))  # fmt: skip
     return found
 
 

@@ -71,8 +71,15 @@ class Completion:
     # beside them, per token, the log-probability of the likeliest allowed token that writes something
     # else there (-inf: none seen): where a rival value could have begun (the runner-up's bound)
     token_rivals: tuple[float, ...] = ()
+    # and the log-probability of the other tokens that write `null` where the next value begins (-inf:
+    # none seen): the value-or-null decision apart from the choice among values
+    token_nulls: tuple[float, ...] = ()
     engine: str = "local"  # the engine kind: local, vllm, openai:<dialect>; stored beside confidences
     pre_mask: PreMask | None = None  # a server whose logprobs come before the mask: renormalised later
+
+
+# What a constrained reply's logprobs give a Completion: token_logprobs, token_rivals, token_nulls.
+Masked = tuple[tuple[tuple[str, float], ...], tuple[float, ...], tuple[float, ...]]
 
 
 @dataclass

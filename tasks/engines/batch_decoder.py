@@ -216,7 +216,8 @@ class BatchDecoder:
         if job.others:  # the mass of every token that writes the same characters (tasks.engines.spelling)
             raw = [self._pieces[t] for t in job.output]
             others = [[(self._pieces[t], lp) for t, lp in step] for step in job.others]
-            job.logprobs, job.rivals = spelled_logprobs(list(zip(raw, job.logprobs, others, strict=True)))
+            steps = list(zip(raw, job.logprobs, others, strict=True))
+            job.logprobs, job.rivals, job.nulls = spelled_logprobs(steps)
         job.finished = time.perf_counter()
         self._finished += 1
         slot.freed = self._finished

@@ -31,6 +31,7 @@ class Job:
     logprobs: list[float] = field(default_factory=list)
     others: list[list[tuple[int, float]]] = field(default_factory=list)  # per step, other allowed tokens
     rivals: list[float] = field(default_factory=list)  # per step, the likeliest token writing something else
+    nulls: list[float] = field(default_factory=list)  # per step, the tokens writing null where a value begins
     finish: FinishReason | None = None
     error: EngineError | None = None
     started: float = 0.0

@@ -31,6 +31,7 @@ from formwork.tasks.engines.base import (
     EngineUnavailable,
     FinishReason,
     JsonSchema,
+    Masked,
     PreMask,
     RequestRejected,
     Sampling,
@@ -194,7 +195,7 @@ class HttpEngine:
 
     def _completion(
         self, data: dict[str, Any], choice: dict[str, Any], duration: float, text: str,
-        masked: tuple[tuple[tuple[str, float], ...], tuple[float, ...]] = ((), ()),
+        masked: Masked = ((), (), ()),
         pre_mask: PreMask | None = None,
     ) -> Completion:  # fmt: skip
         usage = data.get("usage") or {}
@@ -207,6 +208,7 @@ class HttpEngine:
             model=str(data.get("model") or self.model),
             token_logprobs=masked[0],
             token_rivals=masked[1],
+            token_nulls=masked[2],
             engine=self.engine_kind,
             pre_mask=pre_mask,
         )

@@ -153,6 +153,7 @@ class LocalEngine:
             model=self.model,
             token_logprobs=tuple(zip(job.pieces, job.logprobs, strict=True)) if matcher is not None else (),
             token_rivals=tuple(job.rivals) if matcher is not None else (),
+            token_nulls=tuple(job.nulls) if matcher is not None else (),
         )
 
     def close(self) -> None:

@@ -25,12 +25,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from formwork.tasks.engines.json_spans import decided_at, value_spans
 
 SPELLINGS = 10  # masked alternatives kept per step: the embedded engine's top-k, vLLM's top_logprobs
 
 Step = tuple[bytes, float, Sequence[tuple[bytes, float]]]  # chosen bytes, its logprob, the others
+NULL = b"null"
+WHITESPACE = b" \t\n\r"
+
+
+class Spelled(NamedTuple):
+    """Per step of a constrained output: what `spelled_logprobs` found (log-probabilities; -inf: none)."""
+
+    logprobs: list[float]  # the chosen token and every other spelling of the same characters
+    rivals: list[float]  # the likeliest other token that writes something else
+    nulls: list[float]  # the mass of the other tokens that write `null` where the next value begins
 
 
 def _decision_points(written: bytes) -> list[tuple[int, int]]:
@@ -46,15 +57,28 @@ def _decision_points(written: bytes) -> list[tuple[int, int]]:
     return [(at(s), at(decided_at(text, (s, e)))) for s, e in value_spans(text).values()]
 
 
-def spelled_logprobs(steps: Sequence[Step]) -> tuple[list[float], list[float]]:
+def _writes_null(raw: bytes, before: bytes) -> bool:
+    """`raw`, written where `before` stands before a value, writes (a prefix of) `null` as that value:
+    in JSON only null begins with `n`, so even a bare `n` can lead nowhere else."""
+    for lead in (before, before.rstrip(WHITESPACE)):
+        if raw.startswith(lead):
+            tail = raw[len(lead) :].lstrip(WHITESPACE)
+            return bool(tail) and (NULL.startswith(tail) or tail.startswith(NULL))
+    return False
+
+
+def spelled_logprobs(steps: Sequence[Step]) -> Spelled:
     """Per step, (1) log of the mass of the chosen token and of every other one that writes the same
     bytes next and on through the point where the values the chosen token touches are decided
-    (capped at 0, float rounding), and (2) the log-probability of the likeliest other token that writes
+    (capped at 0, float rounding), (2) the log-probability of the likeliest other token that writes
     something else there (a rival: the step where another value could begin), -inf where none is
-    among the alternatives. `others` must not hold the chosen token itself."""
+    among the alternatives, and (3) the log of the mass of the other tokens that write `null` where
+    the next value begins (the value-or-null decision, apart from the choice among values).
+    `others` must not hold the chosen token itself."""
     written = b"".join(chosen for chosen, _, _ in steps)
     points = _decision_points(written)
-    at, result, rivals = 0, [], []
+    starts = sorted(start for start, _ in points)
+    at, result, rivals, nulls = 0, [], [], []
     for chosen, logprob, others in steps:
         ends = [decided for start, decided in points if start < at + len(chosen) and decided > at]
         rest = written[at:]
@@ -64,5 +88,9 @@ def spelled_logprobs(steps: Sequence[Step]) -> tuple[list[float], list[float]]:
         spelled = math.log(math.exp(logprob) + sum(map(math.exp, same))) if same else logprob
         result.append(min(0.0, spelled))
         rivals.append(max((lp for raw, lp in others if raw and not rest.startswith(raw)), default=-math.inf))
+        begins = next((start for start in starts if start >= at), None)
+        before = written[at:begins] if begins is not None else b""
+        null = [math.exp(lp) for raw, lp in others if begins is not None and _writes_null(raw, before)]
+        nulls.append(math.log(sum(null)) if null else -math.inf)
         at += len(chosen)
-    return result, rivals
+    return Spelled(result, rivals, nulls)

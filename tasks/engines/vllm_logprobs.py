@@ -21,6 +21,7 @@ from __future__ import annotations
 import codecs
 from typing import Any
 
+from formwork.tasks.engines.base import Masked
 from formwork.tasks.engines.spelling import SPELLINGS, spelled_logprobs
 
 TOP_LOGPROBS = SPELLINGS  # the runner-up shows a forced step; the rest, other spellings of the text
@@ -45,12 +46,9 @@ def _step(entry: Any) -> tuple[bytes, float, list[tuple[bytes, float]]] | None:
     return bytes(raw), float(logprob), sorted(pairs, key=lambda pair: -pair[1])
 
 
-Masked = tuple[tuple[tuple[str, float], ...], tuple[float, ...]]
-
-
 def masked_token_logprobs(logprobs: Any, text: str) -> Masked:
-    """(`Completion.token_logprobs`, `Completion.token_rivals`) from a chat choice's `logprobs`, or
-    ((), ()) when they cannot be trusted.
+    """(`Completion.token_logprobs`, `.token_rivals`, `.token_nulls`) from a chat choice's `logprobs`, or
+    ((), (), ()) when they cannot be trusted.
 
     Pieces are decoded from each token's bytes with an incremental UTF-8 decoder (a character split
     across tokens shows in the token that completes it), and the end token, which the reply's text
@@ -58,7 +56,7 @@ def masked_token_logprobs(logprobs: Any, text: str) -> Masked:
     """
     entries = logprobs.get("content") if isinstance(logprobs, dict) else None
     if not isinstance(entries, list) or not entries:
-        return (), ()
+        return (), (), ()
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     pieces: list[tuple[str, float]] = []
     steps: list[tuple[bytes, float, list[tuple[bytes, float]]]] = []
@@ -66,13 +64,13 @@ def masked_token_logprobs(logprobs: Any, text: str) -> Masked:
     for entry in entries:
         step = _step(entry)
         if step is None:
-            return (), ()
+            return (), (), ()
         raw, logprob, tops = step
         if logprob > FORCED_TOLERANCE:
-            return (), ()  # a logit, not a log-probability
+            return (), (), ()  # a logit, not a log-probability
         if len(tops) >= 2 and all(v <= MASKED_OUT for _, v in tops[1:]):
             if abs(logprob) > FORCED_TOLERANCE:
-                return (), ()  # one token allowed, yet not probability 1: not the masked distribution
+                return (), (), ()  # one token allowed, yet not probability 1: not the masked distribution
             forced_steps += 1
         others = list(tops)
         if (raw, logprob) in others:
@@ -87,6 +85,7 @@ def masked_token_logprobs(logprobs: Any, text: str) -> Masked:
         pieces[-1] = ("", pieces[-1][1])  # the end token: in the logprobs, not in the text
         joined = text
     if not forced_steps or joined != text:
-        return (), ()
-    spelled, rivals = spelled_logprobs(steps)
-    return tuple((piece, spelled[i]) for i, (piece, _) in enumerate(pieces)), tuple(rivals)
+        return (), (), ()
+    spelled = spelled_logprobs(steps)
+    logprobs = tuple((piece, spelled.logprobs[i]) for i, (piece, _) in enumerate(pieces))
+    return logprobs, tuple(spelled.rivals), tuple(spelled.nulls)

@@ -138,7 +138,7 @@ class VllmServerEngine(HttpEngine):
             raise _explain_rejection(exc, schema) from None
         message = choice["message"]
         text = message.get("content") or message.get("reasoning") or ""  # thinking, cut short
-        masked = masked_token_logprobs(choice.get("logprobs"), text) if schema is not None else ((), ())
+        masked = masked_token_logprobs(choice.get("logprobs"), text) if schema is not None else ((), (), ())
         return self._completion(data, choice, duration, text, masked)
 
     def check(self) -> ServerInfo:
