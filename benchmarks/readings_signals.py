@@ -1,7 +1,8 @@
 """How well each signal tells a right value from a wrong one, per field: the two readings' probabilities,
-their agreement, the top-2 margin and the fitted score, as AUROC, and the accuracy of the values kept at
-50/70/90% coverage. Read from a measuring run (`formwork eval --mode two-readings --calibrate`), no model
-call:
+each value's share among the values (its probability with the value-or-null decision set apart; a
+null keeps its own), that decision alone (1 - p_null, values only), their agreement, the top-2 margin
+and the fitted score, as AUROC, and the accuracy of the values kept at 50/70/90% coverage.
+Read from a measuring run (`formwork eval --measure`, either mode), no model call:
 
     .venv/bin/python benchmarks/readings_signals.py --db sqlite:///.formwork/cal.db \\
         --gold examples/gold/expense.jsonl --schema expense [--run N]
@@ -88,6 +89,15 @@ def signals(schema_name: str, rows: list[GoldRow]) -> Signals:
                     good = compare(node, wanted, mine.value)
                     add(entry["field"], f"p {name}", mine.probability, good)
                     add(entry["field"], f"margin {name}", mine.margin, good)
+                    share = mine.among_values  # a null, or a value no engine weighed null for: its p
+                    add(
+                        entry["field"],
+                        f"p among values {name}",
+                        mine.probability if share is None else share,
+                        good,
+                    )
+                    if mine.value is not None and mine.null is not None:
+                        add(entry["field"], f"1 - p_null {name}", 1.0 - mine.null, good)
             both = [r for r in readings.values() if r.usable]
             if len(both) == 2 and all(r.probability is not None for r in both):
                 agree = same(both[0].value, both[1].value)

@@ -187,3 +187,31 @@ def test_spelled_logprobs_tell_a_rival_from_another_spelling_of_the_same_value()
     assert spelled[1] == pytest.approx(math.log(0.7))  # the same bytes another way count
     assert rivals[1] == pytest.approx(math.log(0.25))  # "Brown" is the rival; `"B` may lead either way
     assert rivals[0] == rivals[2] == -math.inf
+
+
+def test_the_tokens_that_write_null_where_a_value_begins_are_the_value_or_null_decision() -> None:
+    """`"Tom"` at 0.6 with `null` at 0.3 and `"Ann"` at 0.1 beside it: p_null is 0.3, so Tom's share
+    among the values is 0.6 / 0.7; a spacing the grammar allows (` null`, a bare ` n`) counts too,
+    through the step before the value, and a rival value never does."""
+    from formwork.tasks.confidence.probability import field_null_mass
+    from formwork.tasks.confidence.readings import PathReading
+    from formwork.tasks.engines.spelling import spelled_logprobs
+
+    body = {"type": "object", "properties": {"a": {"type": ["string", "null"]}, "n": {"type": "number"}}}
+    steps = [(b'{"a":', 0.0, [(b'{"a": null', math.log(0.02))]),
+             (b' "Tom"', math.log(0.6), [(b" null", math.log(0.2)), (b" n", math.log(0.08)),
+                                         (b' "Ann"', math.log(0.1))]),
+             (b', "n": 2', 0.0, []), (b"}", 0.0, [])]  # fmt: skip
+    spelled = spelled_logprobs(steps)
+    assert math.exp(spelled.nulls[1]) == pytest.approx(0.28)
+    assert spelled.nulls[2] == spelled.nulls[3] == -math.inf  # the number is forced; `}` opens no value
+    text = "".join(raw.decode() for raw, _, _ in steps)
+    done = dataclasses.replace(
+        tokens(*[(raw.decode(), lp) for raw, lp, _ in steps]), text=text, token_nulls=tuple(spelled.nulls)
+    )
+    mass = field_null_mass(body, json.loads(text), done)
+    assert mass["a"] == pytest.approx(0.02 + 0.28) and mass["n"] == 0.0
+    reading = PathReading("Tom", 0.6, "passed", "exact", null=mass["a"])
+    assert reading.among_values == pytest.approx(0.6 / 0.7)
+    assert PathReading(None, 0.7, "null", "null", null=0.0).among_values is None  # a null has no share
+    assert field_null_mass(body, json.loads(text), dataclasses.replace(done, token_nulls=())) == {}

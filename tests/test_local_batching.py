@@ -139,3 +139,24 @@ def test_a_multi_token_value_is_the_product_of_its_costly_steps_and_never_above_
     assert 1 <= len(decisive) <= len(steps)  # every step that costs is in the product, no other
     assert p == pytest.approx(math.exp(sum(decisive)), rel=1e-6)
     assert text.count(chosen) == 1
+
+
+def test_the_real_model_reports_the_null_it_did_not_write_beside_the_value_it_did(local_engine) -> None:
+    """The embedded engine's steps give each value the mass the model put on `null` in its place; with
+    the value's own probability it never exceeds 1, and a value that cannot be null gets none."""
+    import json
+
+    from formwork.tasks.confidence.probability import field_confidences, field_null_mass
+
+    body = {"type": "object", "properties": {
+        "shop": {"anyOf": [{"enum": SHOPS}, {"type": "null"}]}, "total": {"enum": ["3.10", "9.99"]}},
+        "required": ["shop", "total"], "additionalProperties": False}  # fmt: skip
+    asked = "Receipt: BLACKWOOD HARDWARE, 2 nails 3.10. Shop and total? JSON."
+    messages = [{"role": "user", "content": asked}]
+    done = local_engine.complete(messages, Sampling(48), body)
+    data = json.loads(done.text)
+    assert len(done.token_nulls) == len(done.token_logprobs)
+    mass, confidences = field_null_mass(body, data, done), field_confidences(body, data, done)
+    assert mass["total"] == 0.0  # the grammar never offered null there
+    assert data["shop"] is not None  # the bundled model names the shop here (greedy, so always)
+    assert mass["shop"] > 0.0 and confidences["shop"] + mass["shop"] <= 1.0 + 1e-6
