@@ -51,7 +51,8 @@ from formwork.schemas.validator import search_within, validator_class
 from formwork.schemas.walk import walk
 from formwork.tasks.grounding.absent import SPELLINGS
 from formwork.tasks.grounding.aliases import Spans, written_labels
-from formwork.tasks.grounding.cues import cues_for
+from formwork.tasks.grounding.capitals import uncapitalised, writes_capitals
+from formwork.tasks.grounding.cues import cues_for, names_a_person
 from formwork.tasks.grounding.evidence import record_source
 from formwork.tasks.grounding.reading import RECORDS_KEPT
 from formwork.tasks.grounding.spans import Mentions, base_forms, quote_spans
@@ -64,8 +65,9 @@ from formwork.tasks.grounding.values import ValueFinder
 # without a bump. 4: a count that is only a line's price, and a statement line's own date (2026-12-06).
 # 5: a line without its numbered bracket ("99 SPEED MART S/B" of "... (519537-X)"), a date in the
 # schema's stated order (2026-12-07); no gold set's verdicts, nor any shipped calibration's gold's
-# candidates, changed.
-READERS_VERSION = 5
+# candidates, changed. 6: no span without a capital for a person in a text that capitalises names
+# ("team", "client"; tasks.grounding.capitals): no gold set's verdicts changed, nor any gold value offered.
+READERS_VERSION = 6
 COMPILE_MS_PER_STRING = 0.1  # XGrammar, per enum string, bundled vocabulary (BENCHMARKS section 15)
 COMPILE_BUDGET_MS = 20.0  # a record's grammar compile: ~2-3% of an idle formatting pass of 0.6-1.2 s
 MAX_TOTAL = int(COMPILE_BUDGET_MS / COMPILE_MS_PER_STRING)  # strings a record's grammar may hold
@@ -200,9 +202,12 @@ def _pool(
         readings = inside or readings
         return _mentioned_first([(r.value.isoformat(), text[r.span[0] : r.span[1]]) for r in readings], notes)
     if rule == "quote" and types == {"string"}:
-        cues = cues_for(str(check.get("description", "")), name)  # a name's cues: a person, a company...
+        described = str(check.get("description", ""))
+        cues = cues_for(described, name)  # a name's cues: a person, a company...
         every = quote_spans(text, int(node.get("maxLength", 200)), notes, cues)
         spans = (s for s in every if not words.hold(s) and not (cues and words.dated_or_priced(s)))
+        if names_a_person(described, name) and writes_capitals(text):
+            spans = (s for s in spans if not uncapitalised(s))  # tasks.grounding.capitals
         if check.get("x-base-form") is True:
             return (form for span in spans for form in (span, *base_forms(span)))
         return spans

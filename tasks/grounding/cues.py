@@ -44,6 +44,7 @@ CUES = {
     "organization": (*SIGNED, *COMPANY),
     "organisation": (*SIGNED, *COMPANY),
 }
+PEOPLE = ("person", "payer")  # the words of a field that names a person (a name field may name a product)
 SIGN_OFFS = frozenset(SIGNED)  # the name is on the next line
 UNSPACED = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")
 FIELD_WORDS = regex.compile(r"[\p{L}\p{N}]+")
@@ -55,6 +56,13 @@ def cues_for(description: str, name: str = "") -> tuple[str, ...]:
     company; () for any other field (read once per field, not once per value the judge weighs)."""
     words = {w.casefold() for w in FIELD_WORDS.findall(f"{name} {description}", concurrent=False)}
     return tuple(dict.fromkeys(cue for key, cues in CUES.items() if key in words for cue in cues))
+
+
+@lru_cache(maxsize=256)
+def names_a_person(description: str, name: str = "") -> bool:
+    """The field's name or description names a person ("The person who spent the money")."""
+    words = {w.casefold() for w in FIELD_WORDS.findall(f"{name} {description}", concurrent=False)}
+    return any(word in words for word in PEOPLE)
 
 
 @lru_cache(maxsize=256)
