@@ -52,7 +52,7 @@ from formwork.schemas.walk import walk
 from formwork.tasks.grounding.absent import SPELLINGS
 from formwork.tasks.grounding.aliases import Spans, written_labels
 from formwork.tasks.grounding.capitals import uncapitalised, writes_capitals
-from formwork.tasks.grounding.cues import cues_for, names_a_person
+from formwork.tasks.grounding.cues import cues_for, labelled, names_a_person
 from formwork.tasks.grounding.evidence import record_source
 from formwork.tasks.grounding.reading import RECORDS_KEPT
 from formwork.tasks.grounding.spans import Mentions, base_forms, quote_spans
@@ -66,7 +66,8 @@ from formwork.tasks.grounding.values import ValueFinder
 # 5: a line without its numbered bracket ("99 SPEED MART S/B" of "... (519537-X)"), a date in the
 # schema's stated order (2026-12-07); no gold set's verdicts, nor any shipped calibration's gold's
 # candidates, changed. 6: no span without a capital for a person in a text that capitalises names
-# ("team", "client"; tasks.grounding.capitals): no gold set's verdicts changed, nor any gold value offered.
+# ("team", "client"; tasks.grounding.capitals), no span with a project's or client's label ("project
+# Tulp"; cues.labelled): no gold set's verdicts changed, nor any gold value offered (2026-12-07).
 READERS_VERSION = 6
 COMPILE_MS_PER_STRING = 0.1  # XGrammar, per enum string, bundled vocabulary (BENCHMARKS section 15)
 COMPILE_BUDGET_MS = 20.0  # a record's grammar compile: ~2-3% of an idle formatting pass of 0.6-1.2 s
@@ -206,6 +207,7 @@ def _pool(
         cues = cues_for(described, name)  # a name's cues: a person, a company...
         every = quote_spans(text, int(node.get("maxLength", 200)), notes, cues)
         spans = (s for s in every if not words.hold(s) and not (cues and words.dated_or_priced(s)))
+        spans = (s for s in spans if not labelled(s, cues))  # "Tulp", not "project Tulp"
         if names_a_person(described, name) and writes_capitals(text):
             spans = (s for s in spans if not uncapitalised(s))  # tasks.grounding.capitals
         if check.get("x-base-form") is True:

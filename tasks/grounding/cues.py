@@ -44,6 +44,7 @@ CUES = {
     "organization": (*SIGNED, *COMPANY),
     "organisation": (*SIGNED, *COMPANY),
 }
+LABELS = frozenset((*PROJECT, *CLIENT))  # words that name what follows them, never part of it
 PEOPLE = ("person", "payer")  # the words of a field that names a person (a name field may name a product)
 SIGN_OFFS = frozenset(SIGNED)  # the name is on the next line
 UNSPACED = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")
@@ -63,6 +64,15 @@ def names_a_person(description: str, name: str = "") -> bool:
     """The field's name or description names a person ("The person who spent the money")."""
     words = {w.casefold() for w in FIELD_WORDS.findall(f"{name} {description}", concurrent=False)}
     return any(word in words for word in PEOPLE)
+
+
+def labelled(span: str, cues: tuple[str, ...]) -> bool:
+    """The span begins or ends with one of the field's cues that labels a value ("project Tulp",
+    "Kiwi project", "client HDFC"): the value is what the label names, which is offered on its own.
+    A company's cues are no such label: "Firma Müller", "Société Générale" are names."""
+    folded = " ".join(span.casefold().split())
+    return any(cue in LABELS and (folded == cue or folded.startswith(f"{cue} ") or folded.endswith(f" {cue}"))
+               for cue in cues)  # fmt: skip
 
 
 @lru_cache(maxsize=256)
