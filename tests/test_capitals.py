@@ -59,3 +59,16 @@ def test_a_field_that_names_no_person_keeps_its_uncapitalised_spans() -> None:
     text = "got the team coffees at Blue Bottle, project apollo, 27 bucks"
     body = grounded_body(EXPENSE.grammar_body, text, checked=EXPENSE.checked_body)
     assert "apollo" in body["properties"]["project"]["enum"]
+
+
+def test_a_field_holds_a_person_where_the_first_kind_it_names_is_a_person() -> None:
+    from formwork.tasks.grounding.cues import names_a_person
+
+    assert names_a_person(EXPENSE.properties["who"]["description"], "who")
+    assert names_a_person("The name of the person speaking, when the line names them", "speaker")
+    contact = load_schema("contact").properties
+    assert names_a_person(contact["name"]["description"], "name")
+    assert not names_a_person(
+        contact["organization"]["description"], "organization"
+    )  # "the person works for"
+    assert not names_a_person(EXPENSE.properties["project"]["description"], "project")

@@ -45,7 +45,11 @@ CUES = {
     "organisation": (*SIGNED, *COMPANY),
 }
 LABELS = frozenset((*PROJECT, *CLIENT))  # words that name what follows them, never part of it
-PEOPLE = ("person", "payer")  # the words of a field that names a person (a name field may name a product)
+PEOPLE = frozenset(("person", "payer"))  # words that name a person (a name field may name a product)
+# Words that name something else: "The company or organization the person works for" names a company.
+THINGS = frozenset(("company", "organization", "organisation", "firm", "business", "shop", "store",
+                    "merchant", "vendor", "project", "client", "customer", "role", "title", "address",
+                    "website", "email", "phone", "product"))  # fmt: skip
 SIGN_OFFS = frozenset(SIGNED)  # the name is on the next line
 UNSPACED = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")
 FIELD_WORDS = regex.compile(r"[\p{L}\p{N}]+")
@@ -61,9 +65,13 @@ def cues_for(description: str, name: str = "") -> tuple[str, ...]:
 
 @lru_cache(maxsize=256)
 def names_a_person(description: str, name: str = "") -> bool:
-    """The field's name or description names a person ("The person who spent the money")."""
-    words = {w.casefold() for w in FIELD_WORDS.findall(f"{name} {description}", concurrent=False)}
-    return any(word in words for word in PEOPLE)
+    """The field holds a person: the first word of its name and description that names a kind of
+    thing names a person ("The person who spent the money", "The name of the person speaking"; not
+    "The company or organization the person works for")."""
+    for word in FIELD_WORDS.findall(f"{name} {description}", concurrent=False):
+        if (folded := word.casefold()) in PEOPLE or folded in THINGS:
+            return folded in PEOPLE
+    return False
 
 
 def labelled(span: str, cues: tuple[str, ...]) -> bool:
