@@ -53,6 +53,6 @@ def judged_values(
     for entry in found:
         if entry["path"] in rivals:
             entry["rival"] = _rounded(rivals[entry["path"]])
-        if entry["path"] in null_mass and entry["value"] is not None:
+        if entry["path"] in null_mass:  # values only (probability.field_null_mass)
             entry["p_null"] = _rounded(null_mass[entry["path"]])
     return found

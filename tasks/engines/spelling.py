@@ -24,6 +24,7 @@ tail left out only lowers the bound.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -88,9 +89,9 @@ def spelled_logprobs(steps: Sequence[Step]) -> Spelled:
         spelled = math.log(math.exp(logprob) + sum(map(math.exp, same))) if same else logprob
         result.append(min(0.0, spelled))
         rivals.append(max((lp for raw, lp in others if raw and not rest.startswith(raw)), default=-math.inf))
-        begins = next((start for start in starts if start >= at), None)
-        before = written[at:begins] if begins is not None else b""
-        null = [math.exp(lp) for raw, lp in others if begins is not None and _writes_null(raw, before)]
+        k = bisect_left(starts, at)  # the next value to begin
+        before = written[at : starts[k]] if k < len(starts) else None
+        null = [math.exp(lp) for raw, lp in others if before is not None and _writes_null(raw, before)]
         nulls.append(math.log(sum(null)) if null else -math.inf)
         at += len(chosen)
     return Spelled(result, rivals, nulls)

@@ -78,9 +78,11 @@ def labelled(span: str, cues: tuple[str, ...]) -> bool:
     """The span begins or ends with one of the field's cues that labels a value ("project Tulp",
     "Kiwi project", "client HDFC"): the value is what the label names, which is offered on its own.
     A company's cues are no such label: "Firma Müller", "Société Générale" are names."""
+    labels = [cue for cue in cues if cue in LABELS]
+    if not labels:  # most fields: nothing to fold for each of their spans
+        return False
     folded = " ".join(span.casefold().split())
-    return any(cue in LABELS and (folded == cue or folded.startswith(f"{cue} ") or folded.endswith(f" {cue}"))
-               for cue in cues)  # fmt: skip
+    return any(folded == cue or folded.startswith(f"{cue} ") or folded.endswith(f" {cue}") for cue in labels)
 
 
 @lru_cache(maxsize=256)
