@@ -52,7 +52,7 @@ from formwork.schemas.walk import walk
 from formwork.tasks.grounding.absent import SPELLINGS
 from formwork.tasks.grounding.aliases import Spans, written_labels
 from formwork.tasks.grounding.capitals import uncapitalised, writes_capitals
-from formwork.tasks.grounding.cues import cues_for, labelled, names_a_person
+from formwork.tasks.grounding.cues import cues_for, labelled, names_a_person, titled
 from formwork.tasks.grounding.evidence import record_source
 from formwork.tasks.grounding.reading import RECORDS_KEPT
 from formwork.tasks.grounding.spans import Mentions, base_forms, quote_spans
@@ -68,7 +68,9 @@ from formwork.tasks.grounding.values import ValueFinder
 # candidates, changed. 6: no span without a capital for a person in a text that capitalises names
 # ("team", "client"; tasks.grounding.capitals), no span with a project's or client's label ("project
 # Tulp"; cues.labelled): no gold set's verdicts changed, nor any gold value offered (2026-12-07).
-READERS_VERSION = 6
+# 7: no span for a person that begins with an honorific ("Ramón Ortiz", not "Dr. Ramón Ortiz";
+# cues.titled): no gold set's verdicts changed, nor any gold value offered (2026-12-07).
+READERS_VERSION = 7
 COMPILE_MS_PER_STRING = 0.1  # XGrammar, per enum string, bundled vocabulary (BENCHMARKS section 15)
 COMPILE_BUDGET_MS = 20.0  # a record's grammar compile: ~2-3% of an idle formatting pass of 0.6-1.2 s
 MAX_TOTAL = int(COMPILE_BUDGET_MS / COMPILE_MS_PER_STRING)  # strings a record's grammar may hold
@@ -208,8 +210,10 @@ def _pool(
         every = quote_spans(text, int(node.get("maxLength", 200)), notes, cues)
         spans = (s for s in every if not words.hold(s) and not (cues and words.dated_or_priced(s)))
         spans = (s for s in spans if not labelled(s, cues))  # "Tulp", not "project Tulp"
-        if names_a_person(described, name) and writes_capitals(text):
-            spans = (s for s in spans if not uncapitalised(s))  # tasks.grounding.capitals
+        if names_a_person(described, name):
+            spans = (s for s in spans if not titled(s))  # "Ramón Ortiz", not "Dr. Ramón Ortiz"
+            if writes_capitals(text):
+                spans = (s for s in spans if not uncapitalised(s))  # tasks.grounding.capitals
         if check.get("x-base-form") is True:
             return (form for span in spans for form in (span, *base_forms(span)))
         return spans

@@ -50,6 +50,13 @@ PEOPLE = frozenset(("person", "payer"))  # words that name a person (a name fiel
 THINGS = frozenset(("company", "organization", "organisation", "firm", "business", "shop", "store",
                     "merchant", "vendor", "project", "client", "customer", "role", "title", "address",
                     "website", "email", "phone", "product"))  # fmt: skip
+# Words written before a person's name that are no part of it ("Dr. Ramón Ortiz", "Ms. Aigerim
+# Nurlanovna", "Professor Olumide Adeyemi"), as written with or without their dot; "M." is left out
+# (an initial as often as "Monsieur").
+HONORIFICS = frozenset(("mr", "mrs", "ms", "miss", "mx", "dr", "dra", "prof", "professor", "sir", "dame",
+                        "herr", "frau", "hr", "fr", "mme", "mlle", "monsieur", "madame", "mademoiselle",
+                        "sr", "sra", "srta", "señor", "señora", "dott", "dottssa", "sig", "sigra", "dhr",
+                        "mevr", "pan", "pani"))  # fmt: skip
 SIGN_OFFS = frozenset(SIGNED)  # the name is on the next line
 UNSPACED = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")
 FIELD_WORDS = regex.compile(r"[\p{L}\p{N}]+")
@@ -83,6 +90,13 @@ def labelled(span: str, cues: tuple[str, ...]) -> bool:
         return False
     folded = " ".join(span.casefold().split())
     return any(folded == cue or folded.startswith(f"{cue} ") or folded.endswith(f" {cue}") for cue in labels)
+
+
+def titled(span: str) -> bool:
+    """The span begins with an honorific ("Dr. Elif Yılmaz"): the name is what follows it, which is
+    offered on its own, as people and gold sets write a name."""
+    first = span.split(maxsplit=1)[0] if span.strip() else ""
+    return first.casefold().replace(".", "") in HONORIFICS
 
 
 @lru_cache(maxsize=256)
