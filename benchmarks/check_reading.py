@@ -29,6 +29,7 @@ from readings_signals import auroc  # benchmarks/readings_signals.py, beside thi
 from formwork.schemas.registry import Schema, load_schema
 from formwork.tasks.calls import ExtractOptions
 from formwork.tasks.confidence.probability import field_confidences
+from formwork.tasks.confidence.readings import PathReading
 from formwork.tasks.engines.base import Sampling
 from formwork.tasks.engines.local import LocalEngine
 from formwork.tasks.evaluation.gold import GoldRecord, load_gold
@@ -92,11 +93,11 @@ def per_field(schema: Schema, engine: LocalEngine, text: str, meta: dict[str, An
 
 def p_yes(body: dict[str, Any], answer: dict[str, Any], done: Any) -> dict[str, float]:
     """Per field, the probability the check says `yes` (fields whose answer has no probability: left out)."""
-    chosen = field_confidences(body, answer, done)
-    return {
-        path.lstrip("/").split("/")[0]: (p if answer.get(path.lstrip("/").split("/")[0]) == "yes" else 1 - p)
-        for path, p in chosen.items()
-    }
+    found = {}
+    for path, p in field_confidences(body, answer, done).items():
+        key = path.lstrip("/").split("/")[0]
+        found[key] = p if answer.get(key) == "yes" else 1 - p
+    return found
 
 
 def _load(path: Path | None) -> dict[str, dict[str, Any]]:
@@ -147,8 +148,9 @@ def signals(schema: Schema, record: GoldRecord, values: list[dict[str, Any]],
         judged = by_path.get(key)
         if judged is None or key not in checks or judged.get("confidence") is None:
             continue
-        value, p, null = judged["value"], judged["confidence"], judged.get("p_null")
-        share = p / (1 - null) if value is not None and null is not None and null < 1 else p
+        value, p = judged["value"], judged["confidence"]
+        reading = PathReading(value, p, judged["verdict"], "", null=judged.get("p_null"))
+        share = p if (among := reading.among_values) is None else among  # a null, or no p_null: its p
         yes = checks[key]
         yield {"id": record.id, "field": key, "value": value,
                "right": compare(node, record.gold.get(key), value, key),
