@@ -4,6 +4,7 @@ shown to change nothing it should not (or exactly what it should).
     .venv/bin/python benchmarks/grammar_snapshot.py /tmp/before.json   # on the old code
     .venv/bin/python benchmarks/grammar_snapshot.py /tmp/after.json    # on the new code
     .venv/bin/python benchmarks/grammar_snapshot.py --compare /tmp/before.json /tmp/after.json
+    # --real (each of the three): the real records of examples/gold/real too
 
 Each record's grammar is built as `ExtractOptions.formatting_grammar` builds it for the formatting
 pass, three ways: without notes (one-pass modes), with the gold answer's values as the notes (two-pass,
@@ -26,24 +27,33 @@ from formwork.tasks.evaluation.gold import load_gold
 
 GOLD = Path(__file__).resolve().parents[1] / "examples" / "gold"
 GROUNDED = ExtractOptions(grounded_decoding=True)
+SIGNATURE = GOLD.parent / "schemas" / "email_signature.schema.json"
+REAL_SCHEMAS = {"contact_textmine_jdr": "contact", "contact_textmine_jdf": "contact",
+                "shop_receipt_sroie": "shop_receipt", "signature_textmine_jdr": str(SIGNATURE)}  # fmt: skip
 
 
 def _notes(gold: Any) -> str:
     return json.dumps(gold, ensure_ascii=False)
 
 
-def _records() -> dict[str, Any]:
-    """Every gold record of every set, keyed `set/id`, with its schema."""
+def _schema_name(path: Path) -> str:
+    """A gold file's schema (examples/gold/real/README.md names the real sets' own)."""
+    return REAL_SCHEMAS.get(path.stem, path.stem.removesuffix("_zh_ja"))
+
+
+def _records(real: bool) -> dict[str, Any]:
+    """Every gold record of every set (with `--real`, the real records' too), keyed `set/id`, with its
+    schema."""
     found = {}
-    for path in sorted(GOLD.glob("*.jsonl")):
-        schema = load_schema(path.stem.removesuffix("_zh_ja"))
+    for path in sorted([*GOLD.glob("*.jsonl"), *(GOLD.glob("real/*.jsonl") if real else [])]):
+        schema = load_schema(_schema_name(path))
         found |= {f"{path.stem}/{record.id}": (schema, record) for record in load_gold(path, schema)}
     return found
 
 
-def snapshot() -> dict[str, Any]:
+def snapshot(real: bool) -> dict[str, Any]:
     found: dict[str, Any] = {}
-    for key, (schema, record) in _records().items():
+    for key, (schema, record) in _records(real).items():
         notes = _notes(record.gold)
         found[key] = [
             GROUNDED.formatting_grammar(schema, record.text, record.meta, n) for n in ("", notes, notes)
@@ -64,16 +74,16 @@ def _offered(grammar: Any, gold: Any, path: str = "") -> set[str]:
     return {f"{path}={gold!r}"} if gold in grammar.get("enum", []) or only_null else set()
 
 
-def _lost(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+def _lost(before: dict[str, Any], after: dict[str, Any], real: bool) -> list[str]:
     """The gold values some grammar of a record offered before and the same grammar does not now."""
     lost = []
-    for key, (_, record) in _records().items():
+    for key, (_, record) in _records(real).items():
         for old, new in zip(before.get(key, []), after.get(key, []), strict=False):
             lost += [f"{key} {v}" for v in sorted(_offered(old, record.gold) - _offered(new, record.gold))]
     return lost
 
 
-def compare(before: dict[str, Any], after: dict[str, Any]) -> int:
+def compare(before: dict[str, Any], after: dict[str, Any], real: bool) -> int:
     changed = [key for key in before if before[key] != after.get(key)]
     unstable = [key for key, built in after.items() if built[1] != built[2]]
     sets: dict[str, list[int]] = {}
@@ -86,7 +96,7 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> int:
     print(f"records whose second attempt differs from the first: {len(unstable)}")
     for key in changed[:5]:
         print(f"differs: {key}")
-    lost = _lost(before, after)
+    lost = _lost(before, after, real)
     print(f"gold values offered before and not now: {len(lost)}")
     for value in lost[:20]:
         print(f"lost: {value}")
@@ -99,11 +109,12 @@ def main() -> None:
     )
     parser.add_argument("files", nargs="+", type=Path)
     parser.add_argument("--compare", action="store_true")
+    parser.add_argument("--real", action="store_true", help="the real gold sets too (examples/gold/real)")
     args = parser.parse_args()
     if args.compare:
         before, after = (json.loads(f.read_text()) for f in args.files)
-        sys.exit(compare(before, after))
-    args.files[0].write_text(json.dumps(snapshot(), ensure_ascii=False, sort_keys=True))
+        sys.exit(compare(before, after, args.real))
+    args.files[0].write_text(json.dumps(snapshot(args.real), ensure_ascii=False, sort_keys=True))
 
 
 if __name__ == "__main__":

@@ -472,7 +472,7 @@ def test_a_person_is_offered_without_an_honorific_and_a_company_keeps_its_mister
     names the gold writes bare (5 of 17 wrong names on 60 contact calibration records, 1 of 11 wrong
     `who` on 100 expense ones): a person field is offered the name without the title. A company
     field is no person's ("MR. D.I.Y. (M) SDN BHD" is a shop), and "M." stays (an initial as often)."""
-    from formwork.tasks.grounding.cues import titled
+    from formwork.tasks.grounding.kinds import titled
 
     contact = load_schema("contact")
     text = "Dear all, please welcome Dr. Ramón Ortiz of MR. D.I.Y. SDN BHD; ask Prof Lee or M. Dupont."

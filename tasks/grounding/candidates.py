@@ -51,9 +51,9 @@ from formwork.schemas.validator import search_within, validator_class
 from formwork.schemas.walk import walk
 from formwork.tasks.grounding.absent import SPELLINGS
 from formwork.tasks.grounding.aliases import Spans, written_labels
-from formwork.tasks.grounding.capitals import uncapitalised, writes_capitals
-from formwork.tasks.grounding.cues import cues_for, labelled, names_a_person, titled
+from formwork.tasks.grounding.cues import cues_for
 from formwork.tasks.grounding.evidence import record_source
+from formwork.tasks.grounding.kinds import fitting
 from formwork.tasks.grounding.reading import RECORDS_KEPT
 from formwork.tasks.grounding.spans import Mentions, base_forms, quote_spans
 from formwork.tasks.grounding.value_words import ValueWords
@@ -70,7 +70,10 @@ from formwork.tasks.grounding.values import ValueFinder
 # Tulp"; cues.labelled): no gold set's verdicts changed, nor any gold value offered (2026-12-07).
 # 7: no span for a person that begins with an honorific ("Ramón Ortiz", not "Dr. Ramón Ortiz";
 # cues.titled): no gold set's verdicts changed, nor any gold value offered (2026-12-07).
-READERS_VERSION = 7
+# 8: no span for a person that ends with a legal form ("Berger Elektro GmbH"), none for a person or a
+# company that is a website the text spells out or joins one to a name ("Super Place - superplace.com";
+# tasks.grounding.kinds) (2026-12-07).
+READERS_VERSION = 8
 COMPILE_MS_PER_STRING = 0.1  # XGrammar, per enum string, bundled vocabulary (BENCHMARKS section 15)
 COMPILE_BUDGET_MS = 20.0  # a record's grammar compile: ~2-3% of an idle formatting pass of 0.6-1.2 s
 MAX_TOTAL = int(COMPILE_BUDGET_MS / COMPILE_MS_PER_STRING)  # strings a record's grammar may hold
@@ -209,11 +212,7 @@ def _pool(
         cues = cues_for(described, name)  # a name's cues: a person, a company...
         every = quote_spans(text, int(node.get("maxLength", 200)), notes, cues)
         spans = (s for s in every if not words.hold(s) and not (cues and words.dated_or_priced(s)))
-        spans = (s for s in spans if not labelled(s, cues))  # "Tulp", not "project Tulp"
-        if names_a_person(described, name):
-            spans = (s for s in spans if not titled(s))  # "Ramón Ortiz", not "Dr. Ramón Ortiz"
-            if writes_capitals(text):
-                spans = (s for s in spans if not uncapitalised(s))  # tasks.grounding.capitals
+        spans = fitting(spans, text, described, name)  # tasks.grounding.kinds
         if check.get("x-base-form") is True:
             return (form for span in spans for form in (span, *base_forms(span)))
         return spans

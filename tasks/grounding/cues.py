@@ -46,17 +46,11 @@ CUES = {
 }
 LABELS = frozenset((*PROJECT, *CLIENT))  # words that name what follows them, never part of it
 PEOPLE = frozenset(("person", "payer"))  # words that name a person (a name field may name a product)
+COMPANIES = frozenset(("company", "organization", "organisation", "firm", "business", "employer", "merchant",
+                       "vendor", "shop", "store"))  # fmt: skip
 # Words that name something else: "The company or organization the person works for" names a company.
-THINGS = frozenset(("company", "organization", "organisation", "firm", "business", "shop", "store",
-                    "merchant", "vendor", "project", "client", "customer", "role", "title", "address",
-                    "website", "email", "phone", "product"))  # fmt: skip
-# Words written before a person's name that are no part of it ("Dr. Ramón Ortiz", "Ms. Aigerim
-# Nurlanovna", "Professor Olumide Adeyemi"), as written with or without their dot; "M." is left out
-# (an initial as often as "Monsieur").
-HONORIFICS = frozenset(("mr", "mrs", "ms", "miss", "mx", "dr", "dra", "prof", "professor", "sir", "dame",
-                        "herr", "frau", "hr", "fr", "mme", "mlle", "monsieur", "madame", "mademoiselle",
-                        "sr", "sra", "srta", "señor", "señora", "dott", "dottssa", "sig", "sigra", "dhr",
-                        "mevr", "pan", "pani"))  # fmt: skip
+THINGS = COMPANIES | frozenset(("project", "client", "customer", "role", "title", "address", "website",
+                                "email", "phone", "product"))  # fmt: skip
 SIGN_OFFS = frozenset(SIGNED)  # the name is on the next line
 UNSPACED = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Hangul}]")
 FIELD_WORDS = regex.compile(r"[\p{L}\p{N}]+")
@@ -75,10 +69,22 @@ def names_a_person(description: str, name: str = "") -> bool:
     """The field holds a person: the first word of its name and description that names a kind of
     thing names a person ("The person who spent the money", "The name of the person speaking"; not
     "The company or organization the person works for")."""
+    return _first_kind(description, name) in PEOPLE
+
+
+@lru_cache(maxsize=256)
+def names_a_company(description: str, name: str = "") -> bool:
+    """The field holds a company: the first word of its name and description that names a kind of
+    thing names a company ("The company or organization the person works for", `merchant`)."""
+    return _first_kind(description, name) in COMPANIES
+
+
+def _first_kind(description: str, name: str) -> str:
+    """The first word of the field's name and description that names a kind of thing ("" if none)."""
     for word in FIELD_WORDS.findall(f"{name} {description}", concurrent=False):
         if (folded := word.casefold()) in PEOPLE or folded in THINGS:
-            return folded in PEOPLE
-    return False
+            return folded
+    return ""
 
 
 def labelled(span: str, cues: tuple[str, ...]) -> bool:
@@ -90,13 +96,6 @@ def labelled(span: str, cues: tuple[str, ...]) -> bool:
         return False
     folded = " ".join(span.casefold().split())
     return any(folded == cue or folded.startswith(f"{cue} ") or folded.endswith(f" {cue}") for cue in labels)
-
-
-def titled(span: str) -> bool:
-    """The span begins with an honorific ("Dr. Elif Yılmaz"): the name is what follows it, which is
-    offered on its own, as people and gold sets write a name."""
-    first = span.split(maxsplit=1)[0] if span.strip() else ""
-    return first.casefold().replace(".", "") in HONORIFICS
 
 
 @lru_cache(maxsize=256)

@@ -1,0 +1,106 @@
+"""Which spans can be a name by what they are: a person's name has no title or legal form, and no
+website is a person's or a company's name where the text spells that name out.
+
+The 1.5B, asked for a contact's name, took "Dr. Ramón Ortiz" and "Berger Elektro GmbH"; asked for the
+organization, "Super Place - superplace.com" and "miningoperator.fr" where the signature also wrote
+"Super Place" and "Mining Operator". Each was offered as a span like any other. Gold sets and people
+write a name without its title, a company is no person, and a website names a company only where the
+text writes no other name for it, so these spans are not offered to such fields (the name inside
+them is, on its own: "Ramón Ortiz", "Super Place"). A company field keeps its legal form
+("MR. D.I.Y. SDN BHD") and a name that holds a domain without a separator ("ECOSWAY.COM SDN BHD").
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable
+from functools import lru_cache
+
+import regex
+
+from formwork.tasks.grounding.capitals import uncapitalised, writes_capitals
+from formwork.tasks.grounding.cues import cues_for, labelled, names_a_company, names_a_person
+
+# Words written before a person's name that are no part of it ("Dr. Ramón Ortiz", "Ms. Aigerim
+# Nurlanovna", "Professor Olumide Adeyemi"), as written with or without their dot; "M." is left out
+# (an initial as often as "Monsieur").
+HONORIFICS = frozenset(("mr", "mrs", "ms", "miss", "mx", "dr", "dra", "prof", "professor", "sir", "dame",
+                        "herr", "frau", "hr", "fr", "mme", "mlle", "monsieur", "madame", "mademoiselle",
+                        "sr", "sra", "srta", "señor", "señora", "dott", "dottssa", "sig", "sigra", "dhr",
+                        "mevr", "pan", "pani"))  # fmt: skip
+# A company's legal form as its last word ("Berger Elektro GmbH", "FastShip Inc.", "Nordlys Energi AS").
+LEGAL_FORMS = frozenset(("gmbh", "inc", "ltd", "llc", "llp", "plc", "corp", "bhd", "pty", "pte", "sarl",
+                         "srl", "sprl", "ohg", "oyj", "aps", "gbr", "limited", "incorporated"))  # fmt: skip
+# Legal forms that are also short words or surnames ("Sa", "As"): only as written, in capitals or dotted.
+CAPITAL_FORMS = frozenset(("ag", "kg", "ug", "se", "as", "asa", "ab", "oy", "sa", "sas", "sl", "slu", "bv",
+                           "nv", "kk", "lda", "spa", "sro"))  # fmt: skip
+SEPARATORS = frozenset(("-", "/", "|", "–", "—", "·", "•"))
+WEBSITE = regex.compile(r"(?:https?://)?(?:www\.)?((?:[\p{L}\p{N}][\p{L}\p{N}-]*\.)+)(\p{L}{2,})(?:/\S*)?")
+MAIL = regex.compile(r"\S+@\S+")
+LETTERS = regex.compile(r"[^\p{L}\p{N}]+")
+
+
+def titled(span: str) -> bool:
+    """The span begins with an honorific ("Dr. Elif Yılmaz"): the name is what follows it, which is
+    offered on its own, as people and gold sets write a name."""
+    first = span.split(maxsplit=1)[0] if span.strip() else ""
+    return first.casefold().replace(".", "") in HONORIFICS
+
+
+def incorporated(span: str) -> bool:
+    """The span ends with a company's legal form ("Berger Elektro GmbH", "ACME S.A."): a company."""
+    words = span.split()
+    if len(words) < 2:
+        return False
+    last = words[-1].strip(",")
+    bare = last.casefold().replace(".", "")
+    return bare in LEGAL_FORMS or (bare in CAPITAL_FORMS and (last.isupper() or "." in last))
+
+
+def website(span: str) -> bool:
+    """The span is a web address alone, its ending in lower case ("miningoperator.fr",
+    "www.superplace.com/contact"; not "SUPER.SEVEN", a shop's name in capitals)."""
+    found = WEBSITE.fullmatch(span.strip())
+    return found is not None and found.group(2).islower()
+
+
+def with_website(span: str) -> bool:
+    """A name and its website joined by a separator ("Super Place - superplace.com",
+    "Rainbow Records / rainbowrecords.com"): the name is offered on its own."""
+    words = span.split()
+    return any(w in SEPARATORS for w in words) and any(website(w) for w in words if w not in SEPARATORS)
+
+
+def _folded(written: str) -> str:
+    """Letters and digits only, without accents, case-folded: "Cité des Anges" -> "citedesanges"."""
+    plain = "".join(c for c in unicodedata.normalize("NFKD", written) if not unicodedata.combining(c))
+    return LETTERS.sub("", plain.casefold())
+
+
+@lru_cache(maxsize=64)
+def _words_of(text: str) -> str:
+    """The text's letters without its e-mails and web addresses, each line apart."""
+    lines = (WEBSITE.sub(" ", MAIL.sub(" ", line)) for line in text.splitlines())
+    return "\n".join(_folded(line) for line in lines)
+
+
+def spelled_out(site: str, text: str) -> bool:
+    """The text writes the name a website spells ("Mining Operator" for "miningoperator.fr",
+    "Clinique Gemco" for "gemco.com"), outside any e-mail or web address."""
+    found = WEBSITE.fullmatch(site.strip())
+    stem = _folded(found.group(1)) if found else ""
+    return len(stem) >= 3 and stem in _words_of(text)
+
+
+def fitting(spans: Iterable[str], text: str, described: str, name: str) -> Iterable[str]:
+    """The spans a field (its description and name) can take by what they are, lazily, in order."""
+    cues = cues_for(described, name)
+    spans = (s for s in spans if not labelled(s, cues))  # "Tulp", not "project Tulp"
+    person = names_a_person(described, name)
+    if person:
+        spans = (s for s in spans if not titled(s) and not incorporated(s))
+        if writes_capitals(text):
+            spans = (s for s in spans if not uncapitalised(s))  # tasks.grounding.capitals
+    if person or names_a_company(described, name):
+        spans = (s for s in spans if not with_website(s) and not (website(s) and spelled_out(s, text)))
+    return spans

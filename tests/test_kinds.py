@@ -1,0 +1,53 @@
+"""A person's name is offered without a company's legal form, a company's name without its website
+(readers r8, tasks.grounding.kinds), through the grammar a real record's formatting pass gets."""
+
+from __future__ import annotations
+
+from formwork.schemas.registry import load_schema
+from formwork.tasks.grounding.candidates import grounded_body
+from formwork.tasks.grounding.kinds import incorporated, spelled_out, website, with_website
+
+SIGNATURE = """Best regards,
+Klaus Becker
+Berger Elektro GmbH
+Super Place - superplace.com
+klaus.becker@superplace.com
+Mining Operator
+miningoperator.fr
+Booked through reservio.com"""
+
+
+def _offered(text: str) -> dict[str, list]:
+    contact = load_schema("contact")
+    body = grounded_body(contact.grammar_body, text, checked=contact.checked_body)
+    return {field: node.get("enum", []) for field, node in body["properties"].items()}
+
+
+def test_a_company_is_no_persons_name_and_keeps_its_legal_form() -> None:
+    """The 1.5B wrote "Berger Elektro GmbH" and "Nordlys Energi AS" for a contact's name (calibration
+    records): a person field is offered no span that ends with a legal form; the company field is."""
+    offered = _offered(SIGNATURE)
+    assert "Klaus Becker" in offered["name"]
+    assert not [v for v in offered["name"] if isinstance(v, str) and incorporated(v)]
+    assert "Berger Elektro GmbH" in offered["organization"]
+
+
+def test_a_company_is_offered_without_the_website_that_spells_it() -> None:
+    """The 1.5B wrote "Super Place - superplace.com" and "miningoperator.fr" for organizations the
+    signature also writes as names: those spans leave the field, the names stay, and a website the
+    text spells no name for stays (it may be all the text gives)."""
+    organizations = _offered(SIGNATURE)["organization"]
+    assert "Super Place" in organizations and "Mining Operator" in organizations
+    assert "Super Place - superplace.com" not in organizations
+    assert "miningoperator.fr" not in organizations
+    assert "reservio.com" in organizations
+
+
+def test_what_a_span_is() -> None:
+    assert incorporated("FastShip Inc.") and incorporated("Nordlys Energi AS") and incorporated("ACME S.A.")
+    assert not incorporated("Thomas As") and not incorporated("Maria Sa") and not incorporated("GmbH")
+    assert website("miningoperator.fr") and website("https://www.superplace.com/contact")
+    assert not website("ECOSWAY.COM") and not website("J. Smith") and not website("12.50")
+    assert with_website("Rainbow Records / rainbowrecords.com") and not with_website("ECOSWAY.COM SDN BHD")
+    text = "Clinique Gemco\nmail: jo@cabinet-simon.fr\ngemco.com\ncabinet-simon.fr"
+    assert spelled_out("gemco.com", text) and not spelled_out("cabinet-simon.fr", text)
