@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from formwork.schemas.registry import load_schema
+from formwork.tasks.grounding.absent import SPELLINGS
 from formwork.tasks.grounding.candidates import grounded_body
 from formwork.tasks.grounding.kinds import incorporated, spelled_out, website, with_website
 
@@ -51,3 +52,28 @@ def test_what_a_span_is() -> None:
     assert with_website("Rainbow Records / rainbowrecords.com") and not with_website("ECOSWAY.COM SDN BHD")
     text = "Clinique Gemco\nmail: jo@cabinet-simon.fr\ngemco.com\ncabinet-simon.fr"
     assert spelled_out("gemco.com", text) and not spelled_out("cabinet-simon.fr", text)
+
+
+RECEIPT = """KEDAI BUKU MAJU SDN BHD
+(CO. NO. 123456-X)
+NO 12, JALAN MAWAR 3,
+TAMAN MELATI, 53100
+KUALA LUMPUR.
+TEL: 03-4021 5566
+TOTAL RM 12.50
+CASH RM 20.00"""
+
+
+def test_an_address_laid_out_in_lines_is_offered_as_whole_lines_and_in_a_sentence_as_words() -> None:
+    """The 1.5B took "JALAN AIR PANAS" of a receipt's "NO 290, JALAN AIR PANAS, SETAPAK, 53200, KUALA
+    LUMPUR." (SROIE calibration half): on a receipt an address is offered only as whole lines and
+    runs of them; in a sentence, where no line holds it alone, its words stay on offer."""
+    receipt = load_schema("shop_receipt")
+    offered = grounded_body(receipt.grammar_body, RECEIPT, checked=receipt.checked_body)
+    addresses = [v for v in offered["properties"]["address"]["enum"] if v not in (None, *SPELLINGS)]
+    assert "NO 12, JALAN MAWAR 3,\nTAMAN MELATI, 53100\nKUALA LUMPUR." in addresses
+    assert "JALAN MAWAR 3" not in addresses and "TAMAN MELATI" not in addresses
+    assert all(line in RECEIPT.splitlines() or "\n" in line for line in addresses)
+    prose = "Bought two notebooks at Kedai Maju, 12 Jalan Mawar, Kuala Lumpur for RM 12.50 today."
+    inline = grounded_body(receipt.grammar_body, prose, checked=receipt.checked_body)
+    assert "12 Jalan Mawar" in inline["properties"]["address"]["enum"]

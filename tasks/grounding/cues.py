@@ -79,6 +79,12 @@ def names_a_company(description: str, name: str = "") -> bool:
     return _first_kind(description, name) in COMPANIES
 
 
+@lru_cache(maxsize=256)
+def names_an_address(description: str, name: str = "") -> bool:
+    """The field holds a postal address ("The issuing shop's whole postal address")."""
+    return _first_kind(description, name) == "address"
+
+
 def _first_kind(description: str, name: str) -> str:
     """The first word of the field's name and description that names a kind of thing ("" if none)."""
     for word in FIELD_WORDS.findall(f"{name} {description}", concurrent=False):

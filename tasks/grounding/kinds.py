@@ -1,13 +1,16 @@
-"""Which spans can be a name by what they are: a person's name has no title or legal form, and no
-website is a person's or a company's name where the text spells that name out.
+"""Which spans can be a name or an address by what they are: a person's name has no title or legal
+form, no website is a person's or a company's name where the text spells that name out, and an
+address laid out in lines is whole lines.
 
 The 1.5B, asked for a contact's name, took "Dr. Ramón Ortiz" and "Berger Elektro GmbH"; asked for the
 organization, "Super Place - superplace.com" and "miningoperator.fr" where the signature also wrote
-"Super Place" and "Mining Operator". Each was offered as a span like any other. Gold sets and people
-write a name without its title, a company is no person, and a website names a company only where the
-text writes no other name for it, so these spans are not offered to such fields (the name inside
-them is, on its own: "Ramón Ortiz", "Super Place"). A company field keeps its legal form
-("MR. D.I.Y. SDN BHD") and a name that holds a domain without a separator ("ECOSWAY.COM SDN BHD").
+"Super Place" and "Mining Operator"; asked for a receipt's address, "JALAN AIR PANAS" of "NO 290, JALAN
+AIR PANAS, SETAPAK, 53200, KUALA LUMPUR.". Each was offered as a span like any other. Gold sets and
+people write a name without its title, a company is no person, a website names a company only where
+the text writes no other name for it, and a receipt or a letterhead prints an address as whole lines,
+so these spans are not offered to such fields (the name inside them is, on its own: "Ramón Ortiz",
+"Super Place"). A company field keeps its legal form ("MR. D.I.Y. SDN BHD") and a name that holds a
+domain without a separator ("ECOSWAY.COM SDN BHD"); an address in a sentence keeps its words.
 """
 
 from __future__ import annotations
@@ -19,7 +22,14 @@ from functools import lru_cache
 import regex
 
 from formwork.tasks.grounding.capitals import uncapitalised, writes_capitals
-from formwork.tasks.grounding.cues import cues_for, labelled, names_a_company, names_a_person
+from formwork.tasks.grounding.cues import (
+    cues_for,
+    labelled,
+    names_a_company,
+    names_a_person,
+    names_an_address,
+)
+from formwork.tasks.grounding.spans import line_runs
 
 # Words written before a person's name that are no part of it ("Dr. Ramón Ortiz", "Ms. Aigerim
 # Nurlanovna", "Professor Olumide Adeyemi"), as written with or without their dot; "M." is left out
@@ -36,6 +46,7 @@ CAPITAL_FORMS = frozenset(("ag", "kg", "ug", "se", "as", "asa", "ab", "oy", "sa"
                            "nv", "kk", "lda", "spa", "sro"))  # fmt: skip
 SEPARATORS = frozenset(("-", "/", "|", "–", "—", "·", "•"))
 WEBSITE = regex.compile(r"(?:https?://)?(?:www\.)?((?:[\p{L}\p{N}][\p{L}\p{N}-]*\.)+)(\p{L}{2,})(?:/\S*)?")
+LAID_OUT, SHORT_LINE = 5, 6  # lines, and words a short line holds at most
 MAIL = regex.compile(r"\S+@\S+")
 LETTERS = regex.compile(r"[^\p{L}\p{N}]+")
 
@@ -92,6 +103,13 @@ def spelled_out(site: str, text: str) -> bool:
     return len(stem) >= 3 and stem in _words_of(text)
 
 
+def laid_out_in_lines(text: str) -> bool:
+    """The text lays each thing on a line of its own (a receipt, a letterhead: at least LAID_OUT lines,
+    most of them short), where an address is whole lines; in prose it is part of a sentence."""
+    words = sorted(len(line.split()) for line in text.splitlines() if line.strip())
+    return len(words) >= LAID_OUT and words[len(words) // 2] <= SHORT_LINE
+
+
 def fitting(spans: Iterable[str], text: str, described: str, name: str) -> Iterable[str]:
     """The spans a field (its description and name) can take by what they are, lazily, in order."""
     cues = cues_for(described, name)
@@ -101,6 +119,8 @@ def fitting(spans: Iterable[str], text: str, described: str, name: str) -> Itera
         spans = (s for s in spans if not titled(s) and not incorporated(s))
         if writes_capitals(text):
             spans = (s for s in spans if not uncapitalised(s))  # tasks.grounding.capitals
+    if names_an_address(described, name) and laid_out_in_lines(text):
+        spans = (s for s in spans if s in line_runs(text))  # "NO 290, JALAN AIR PANAS, ..." whole
     if person or names_a_company(described, name):
         spans = (s for s in spans if not with_website(s) and not (website(s) and spelled_out(s, text)))
     return spans

@@ -19,6 +19,7 @@ short texts is quicker than handing the lock over.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
 from functools import lru_cache
 
 import regex
@@ -106,6 +107,22 @@ def _lines(text: str) -> list[tuple[int, int]]:
             start = line.start() + line.group().index(stripped)
             found.append((start, start + len(stripped)))
     return found
+
+
+def _joined(text: str, lines: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """Each run of two to JOINED_LINES adjacent lines (no blank line between), as (start, end)."""
+    for i in range(len(lines)):
+        for j in range(i + 1, min(i + JOINED_LINES, len(lines))):
+            if text.count("\n", lines[j - 1][1], lines[j][0]) != 1:
+                break
+            yield lines[i][0], lines[j][1]
+
+
+@lru_cache(maxsize=RECORDS_KEPT)
+def line_runs(text: str) -> frozenset[str]:
+    """Every whole line of the text and run of adjacent lines that quote_spans offers, as written."""
+    lines = _lines(text)
+    return frozenset(text[start:end] for start, end in [*lines, *_joined(text, lines)])
 
 
 def _capitalised(text: str, words: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -209,12 +226,8 @@ def quote_spans(text: str, max_length: int, notes: str = "", cues: tuple[str, ..
         for n in range(1, MAX_WORDS + 1):
             for i in range(len(words) - n + 1):
                 offer(5, words[i][0], words[i + n - 1][1], n)
-    for i in range(len(lines)):
-        for j in range(i + 1, min(i + JOINED_LINES, len(lines))):
-            if text.count("\n", lines[j - 1][1], lines[j][0]) == 1:  # adjacent: no blank line between
-                offer(3, lines[i][0], lines[j][1])
-            else:
-                break
+    for start, end in _joined(text, lines):
+        offer(3, start, end)
     found.update(dict.fromkeys(_taking_turns(ranked)))
     return tuple(found)
 
