@@ -6,11 +6,12 @@ from __future__ import annotations
 from formwork.schemas.registry import load_schema
 from formwork.tasks.grounding.absent import SPELLINGS
 from formwork.tasks.grounding.candidates import grounded_body
-from formwork.tasks.grounding.kinds import incorporated, spelled_out, website, with_website
+from formwork.tasks.grounding.kinds import incorporated, joined, spelled_out, website
 
 SIGNATURE = """Best regards,
 Klaus Becker
 Berger Elektro GmbH
+Serrurier - Witmark
 Super Place - superplace.com
 klaus.becker@superplace.com
 Mining Operator
@@ -34,12 +35,13 @@ def test_a_company_is_no_persons_name_and_keeps_its_legal_form() -> None:
 
 
 def test_a_company_is_offered_without_the_website_that_spells_it() -> None:
-    """The 1.5B wrote "Super Place - superplace.com" and "miningoperator.fr" for organizations the
-    signature also writes as names: those spans leave the field, the names stay, and a website the
-    text spells no name for stays (it may be all the text gives)."""
+    """The 1.5B wrote "Super Place - superplace.com", "Serrurier - Witmark" and "miningoperator.fr" for
+    organizations the signature also writes as names: those spans leave the field, the names stay,
+    and a website the text spells no name for stays (it may be all the text gives)."""
     organizations = _offered(SIGNATURE)["organization"]
     assert "Super Place" in organizations and "Mining Operator" in organizations
     assert "Super Place - superplace.com" not in organizations
+    assert "Witmark" in organizations and "Serrurier - Witmark" not in organizations
     assert "miningoperator.fr" not in organizations
     assert "reservio.com" in organizations
 
@@ -49,7 +51,8 @@ def test_what_a_span_is() -> None:
     assert not incorporated("Thomas As") and not incorporated("Maria Sa") and not incorporated("GmbH")
     assert website("miningoperator.fr") and website("https://www.superplace.com/contact")
     assert not website("ECOSWAY.COM") and not website("J. Smith") and not website("12.50")
-    assert with_website("Rainbow Records / rainbowrecords.com") and not with_website("ECOSWAY.COM SDN BHD")
+    assert joined("Rainbow Records / rainbowrecords.com") and joined("Serrurier - Witmark")
+    assert not joined("ECOSWAY.COM SDN BHD") and not joined("Hill-Behan") and not joined("Marks & Spencer")
     text = "Clinique Gemco\nmail: jo@cabinet-simon.fr\ngemco.com\ncabinet-simon.fr"
     assert spelled_out("gemco.com", text) and not spelled_out("cabinet-simon.fr", text)
 

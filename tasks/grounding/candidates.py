@@ -71,7 +71,8 @@ from formwork.tasks.grounding.values import ValueFinder
 # 7: no span for a person that begins with an honorific ("Ramón Ortiz", not "Dr. Ramón Ortiz";
 # cues.titled): no gold set's verdicts changed, nor any gold value offered (2026-12-07).
 # 8: no span for a person that ends with a legal form ("Berger Elektro GmbH"), none for a person or a
-# company that is a website the text spells out or joins one to a name ("Super Place - superplace.com"),
+# company that joins two things with a separator ("Serrurier - Witmark", "Super Place - superplace.com")
+# or is a website the text spells out as a name ("miningoperator.fr" beside "Mining Operator"),
 # only whole lines for an address in a text laid out in lines (tasks.grounding.kinds): no gold set's
 # verdicts changed, nor any gold value offered, the real sets' included (2026-12-07).
 READERS_VERSION = 8

@@ -1,16 +1,18 @@
 """Which spans can be a name or an address by what they are: a person's name has no title or legal
-form, no website is a person's or a company's name where the text spells that name out, and an
-address laid out in lines is whole lines.
+form, no two things joined by a separator are one name, no website is a person's or a company's name
+where the text spells that name out, and an address laid out in lines is whole lines.
 
 The 1.5B, asked for a contact's name, took "Dr. Ramón Ortiz" and "Berger Elektro GmbH"; asked for the
-organization, "Super Place - superplace.com" and "miningoperator.fr" where the signature also wrote
-"Super Place" and "Mining Operator"; asked for a receipt's address, "JALAN AIR PANAS" of "NO 290, JALAN
-AIR PANAS, SETAPAK, 53200, KUALA LUMPUR.". Each was offered as a span like any other. Gold sets and
-people write a name without its title, a company is no person, a website names a company only where
-the text writes no other name for it, and a receipt or a letterhead prints an address as whole lines,
-so these spans are not offered to such fields (the name inside them is, on its own: "Ramón Ortiz",
-"Super Place"). A company field keeps its legal form ("MR. D.I.Y. SDN BHD") and a name that holds a
-domain without a separator ("ECOSWAY.COM SDN BHD"); an address in a sentence keeps its words.
+organization, "Super Place - superplace.com", "Serrurier - Witmark" (a locksmith at Witmark) and
+"miningoperator.fr" where the signature also wrote "Super Place" and "Mining Operator"; asked for a
+receipt's address, "JALAN AIR PANAS" of "NO 290, JALAN AIR PANAS, SETAPAK, 53200, KUALA LUMPUR.".
+Each was offered as a span like any other. Gold sets and people write a name without its title, a
+company is no person, a line that joins a role, a name or a website with a separator is none of
+them whole, a website names a company only where the text writes no other name for it, and a receipt
+or a letterhead prints an address as whole lines, so these spans are not offered to such fields (the
+name inside them is, on its own: "Ramón Ortiz", "Witmark"). A company field keeps its legal form
+("MR. D.I.Y. SDN BHD") and a name that holds a domain without a separator ("ECOSWAY.COM SDN BHD");
+an address in a sentence keeps its words.
 """
 
 from __future__ import annotations
@@ -75,11 +77,10 @@ def website(span: str) -> bool:
     return found is not None and found.group(2).islower()
 
 
-def with_website(span: str) -> bool:
-    """A name and its website joined by a separator ("Super Place - superplace.com",
-    "Rainbow Records / rainbowrecords.com"): the name is offered on its own."""
-    words = span.split()
-    return any(w in SEPARATORS for w in words) and any(website(w) for w in words if w not in SEPARATORS)
+def joined(span: str) -> bool:
+    """Two things a separator between spaces joins ("Serrurier - Witmark": a role and a company;
+    "Rainbow Records / rainbowrecords.com": a name and its website): each is offered on its own."""
+    return any(word in SEPARATORS for word in span.split())
 
 
 def _folded(written: str) -> str:
@@ -122,5 +123,5 @@ def fitting(spans: Iterable[str], text: str, described: str, name: str) -> Itera
     if names_an_address(described, name) and laid_out_in_lines(text):
         spans = (s for s in spans if s in line_runs(text))  # "NO 290, JALAN AIR PANAS, ..." whole
     if person or names_a_company(described, name):
-        spans = (s for s in spans if not with_website(s) and not (website(s) and spelled_out(s, text)))
+        spans = (s for s in spans if not joined(s) and not (website(s) and spelled_out(s, text)))
     return spans
