@@ -14,7 +14,9 @@ judge accepts. Per field rule (schemas.annotations):
 - `quote` strings: the spans people give as answers, up to the field's `maxLength`, each copied exactly
   as written (tasks.grounding.spans): e-mails and phones, the words after the cues the field's
   description names, capitalised runs, whole lines and their segments, adjacent lines joined, then
-  word n-grams inside one line (CJK characters count as words);
+  word n-grams inside one line (CJK characters count as words), less those that cannot be the
+  field's kind of value (a person's name with a title or a legal form, a company's website it is also
+  named by, a fragment of an address laid out in lines: tasks.grounding.kinds);
 - `x-base-form` quote strings: each span also in its base form (the text's "eggs" offers "egg");
 - an enum with `x-aliases`: the labels the text writes, when it writes any (tasks.grounding.aliases);
 - null, where the schema allows it, and for a nullable free string (no pattern or format) the words
