@@ -71,7 +71,15 @@ def _offered(grammar: Any, gold: Any, path: str = "") -> set[str]:
     if isinstance(gold, list):
         return set().union(*(_offered(grammar.get("items"), v, f"{path}[{i}]") for i, v in enumerate(gold)))
     only_null = gold is None and grammar.get("type") == "null"  # nothing else to choose
-    return {f"{path}={gold!r}"} if gold in grammar.get("enum", []) or only_null else set()
+    enum = grammar.get("enum", [])
+    spaced = isinstance(gold, str) and _spaced(gold) in {_spaced(v) for v in enum if isinstance(v, str)}
+    return {f"{path}={gold!r}"} if gold in enum or spaced or only_null else set()
+
+
+def _spaced(written: str) -> str:
+    """A string with its line breaks and runs of spaces as one space: a gold address of three lines
+    is written on one line ("LOT 6, JALAN BATAI, PLAZA BATAI"), the text's run keeps its breaks."""
+    return " ".join(written.split())
 
 
 def _lost(before: dict[str, Any], after: dict[str, Any], real: bool) -> list[str]:
