@@ -15,8 +15,9 @@ judge accepts. Per field rule (schemas.annotations):
   as written (tasks.grounding.spans): e-mails and phones, the words after the cues the field's
   description names, capitalised runs, whole lines and their segments, adjacent lines joined, then
   word n-grams inside one line (CJK characters count as words), less those that cannot be the
-  field's kind of value (a person's name with a title or a legal form, a company's website it is also
-  named by, a fragment of an address laid out in lines: tasks.grounding.kinds);
+  field's kind of value (a person's name with a title or a legal form, a line that joins two things
+  with a separator, a company's website it is also named by, a fragment of an address laid out in
+  lines: tasks.grounding.kinds);
 - `x-base-form` quote strings: each span also in its base form (the text's "eggs" offers "egg");
 - an enum with `x-aliases`: the labels the text writes, when it writes any (tasks.grounding.aliases);
 - null, where the schema allows it, and for a nullable free string (no pattern or format) the words
@@ -71,7 +72,7 @@ from formwork.tasks.grounding.values import ValueFinder
 # ("team", "client"; tasks.grounding.capitals), no span with a project's or client's label ("project
 # Tulp"; cues.labelled): no gold set's verdicts changed, nor any gold value offered (2026-12-07).
 # 7: no span for a person that begins with an honorific ("Ramón Ortiz", not "Dr. Ramón Ortiz";
-# cues.titled): no gold set's verdicts changed, nor any gold value offered (2026-12-07).
+# kinds.titled): no gold set's verdicts changed, nor any gold value offered (2026-12-07).
 # 8: no span for a person that ends with a legal form ("Berger Elektro GmbH"), none for a person or a
 # company that joins two things with a separator ("Serrurier - Witmark", "Super Place - superplace.com")
 # or is a website the text spells out as a name ("miningoperator.fr" beside "Mining Operator"),

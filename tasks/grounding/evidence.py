@@ -92,7 +92,7 @@ def _fold_char(ch: str) -> str:
     return unicodedata.normalize("NFKC", ch).casefold()
 
 
-def _fold(text: str) -> tuple[str, list[int]]:
+def fold(text: str) -> tuple[str, list[int]]:
     """NFKC, case-folded text with punctuation and whitespace runs as one space; where each char came from."""
     chars: list[str] = []
     where: list[int] = []
@@ -144,7 +144,7 @@ class Source:
 
     @cached_property
     def _folding(self) -> tuple[str, list[int]]:
-        return _fold(self.text)  # only when a value is not written verbatim: most are
+        return fold(self.text)  # only when a value is not written verbatim: most are
 
     @property
     def folded(self) -> str:
@@ -182,7 +182,7 @@ class Source:
         if PHONE.match(value) and len(digits) >= 5:
             spans = self._phone(digits)
             return ("normalised", spans, 100.0) if spans else ("none", (), 0.0)
-        folded, _ = _fold(value)
+        folded, _ = fold(value)
         if not folded:
             return "none", (), 0.0
         normalised = self._occurrences(self.folded, folded)
@@ -203,8 +203,8 @@ class Source:
         words = []
         for m in re.finditer(r"\w+", self.text):
             word = m.group()
-            lemmas = {_fold(simplemma.lemmatize(word, lang=lang))[0] for lang in LEMMA_LANGUAGES}
-            words.append((m.span(), frozenset(lemmas | {_fold(word)[0]})))
+            lemmas = {fold(simplemma.lemmatize(word, lang=lang))[0] for lang in LEMMA_LANGUAGES}
+            words.append((m.span(), frozenset(lemmas | {fold(word)[0]})))
         return words
 
     def _inflected(self, wanted: list[str]) -> tuple[tuple[int, int], ...]:

@@ -17,7 +17,6 @@ an address in a sentence keeps its words.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable
 from functools import lru_cache
 
@@ -31,7 +30,8 @@ from formwork.tasks.grounding.cues import (
     names_a_person,
     names_an_address,
 )
-from formwork.tasks.grounding.spans import line_runs
+from formwork.tasks.grounding.evidence import fold
+from formwork.tasks.grounding.spans import EMAIL, line_runs
 
 # Words written before a person's name that are no part of it ("Dr. Ramón Ortiz", "Ms. Aigerim
 # Nurlanovna", "Professor Olumide Adeyemi"), as written with or without their dot; "M." is left out
@@ -49,7 +49,6 @@ CAPITAL_FORMS = frozenset(("ag", "kg", "ug", "se", "as", "asa", "ab", "oy", "sa"
 SEPARATORS = frozenset(("-", "/", "|", "–", "—", "·", "•"))
 WEBSITE = regex.compile(r"(?:https?://)?(?:www\.)?((?:[\p{L}\p{N}][\p{L}\p{N}-]*\.)+)(\p{L}{2,})(?:/\S*)?")
 LAID_OUT, SHORT_LINE = 5, 6  # lines, and words a short line holds at most
-MAIL = regex.compile(r"\S+@\S+")
 LETTERS = regex.compile(r"[^\p{L}\p{N}]+")
 
 
@@ -84,15 +83,15 @@ def joined(span: str) -> bool:
 
 
 def _folded(written: str) -> str:
-    """Letters and digits only, without accents, case-folded: "Cité des Anges" -> "citedesanges"."""
-    plain = "".join(c for c in unicodedata.normalize("NFKD", written) if not unicodedata.combining(c))
-    return LETTERS.sub("", plain.casefold())
+    """Its letters and digits only, folded as the judge folds them (evidence.fold: case, and a Latin
+    letter's accents): "Cité des Anges" -> "citedesanges"."""
+    return LETTERS.sub("", fold(written)[0])
 
 
 @lru_cache(maxsize=64)
 def _words_of(text: str) -> str:
     """The text's letters without its e-mails and web addresses, each line apart."""
-    lines = (WEBSITE.sub(" ", MAIL.sub(" ", line)) for line in text.splitlines())
+    lines = (WEBSITE.sub(" ", EMAIL.sub(" ", line)) for line in text.splitlines())
     return "\n".join(_folded(line) for line in lines)
 
 
