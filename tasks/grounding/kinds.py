@@ -1,6 +1,7 @@
 """Which spans can be a name or an address by what they are: a person's name has no title or legal
 form, no two things joined by a separator are one name, no website is a person's or a company's name
-where the text spells that name out, and an address laid out in lines is whole lines.
+where the text spells that name out, and an address laid out in lines is whole lines that do not
+stop at a comma the next line goes on from.
 
 The 1.5B, asked for a contact's name, took "Dr. Ramón Ortiz" and "Berger Elektro GmbH"; asked for the
 organization, "Super Place - superplace.com", "Serrurier - Witmark" (a locksmith at Witmark) and
@@ -12,7 +13,9 @@ them whole, a website names a company only where the text writes no other name f
 or a letterhead prints an address as whole lines, so these spans are not offered to such fields (the
 name inside them is, on its own: "Ramón Ortiz", "Witmark"). A company field keeps its legal form
 ("MR. D.I.Y. SDN BHD") and a name that holds a domain without a separator ("ECOSWAY.COM SDN BHD");
-an address in a sentence keeps its words.
+an address in a sentence keeps its words. Of 46 receipt addresses the 1.5B read wrong at r8, 20 stopped
+at a line ending with a comma ("67,JLN MEWAH 25/63 TMN SRI MUDA," above "40400 SHAH ALAM."); every gold
+address that ends with a comma is followed by a labelled line ("TEL: 03-...", "PHONE:").
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ SEPARATORS = frozenset(("-", "/", "|", "–", "—", "·", "•"))
 WEBSITE = regex.compile(r"(?:https?://)?(?:www\.)?((?:[\p{L}\p{N}][\p{L}\p{N}-]*\.)+)(\p{L}{2,})(?:/\S*)?")
 LAID_OUT, SHORT_LINE = 5, 6  # lines, and words a short line holds at most
 LETTERS = regex.compile(r"[^\p{L}\p{N}]+")
+LABEL_LINE = regex.compile(r"^[^:\n]{0,24}:")  # "TEL: 03-...", "GST NO.: 0016...", "PHONE:"
 
 
 def titled(span: str) -> bool:
@@ -110,6 +114,18 @@ def laid_out_in_lines(text: str) -> bool:
     return len(words) >= LAID_OUT and words[len(words) // 2] <= SHORT_LINE
 
 
+def continued(lines: str, text: str) -> bool:
+    """The lines end with a comma and the text goes on from them on the next line, which is no labelled
+    line of its own: "TAMAN MELATI," above "53100 KUALA LUMPUR." is part of an address, not its end;
+    above "TEL: 03-4021 5566" it may be the end."""
+    at = text.find(lines)
+    if not lines.rstrip().endswith(",") or at < 0:
+        return False
+    rest = text[at + len(lines) :].split("\n", 2)
+    following = rest[1] if len(rest) > 1 and not rest[0].strip() else ""
+    return bool(following.strip()) and not LABEL_LINE.match(following)
+
+
 def fitting(spans: Iterable[str], text: str, described: str, name: str) -> Iterable[str]:
     """The spans a field (its description and name) can take by what they are, lazily, in order."""
     cues = cues_for(described, name)
@@ -120,7 +136,7 @@ def fitting(spans: Iterable[str], text: str, described: str, name: str) -> Itera
         if writes_capitals(text):
             spans = (s for s in spans if not uncapitalised(s))  # tasks.grounding.capitals
     if names_an_address(described, name) and laid_out_in_lines(text):
-        spans = (s for s in spans if s in line_runs(text))  # "NO 290, JALAN AIR PANAS, ..." whole
+        spans = (s for s in spans if s in line_runs(text) and not continued(s, text))  # whole lines
     if person or names_a_company(described, name):
         spans = (s for s in spans if not joined(s) and not (website(s) and spelled_out(s, text)))
     return spans
