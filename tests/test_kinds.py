@@ -55,6 +55,8 @@ def test_what_a_span_is() -> None:
     assert not joined("ECOSWAY.COM SDN BHD") and not joined("Hill-Behan") and not joined("Marks & Spencer")
     text = "Clinique Gemco\nmail: jo@cabinet-simon.fr\ngemco.com\ncabinet-simon.fr"
     assert spelled_out("gemco.com", text) and not spelled_out("cabinet-simon.fr", text)
+    assert spelled_out("jasmin-lilas.com", "Jasmin et Lilas\njasmin-lilas.com")  # a hyphen for "et"
+    assert not spelled_out("jasmin-lilas.com", "Jasmin, fleuriste\nLilas\njasmin-lilas.com")
 
 
 RECEIPT = """KEDAI BUKU MAJU SDN BHD

@@ -79,8 +79,10 @@ from formwork.tasks.grounding.values import ValueFinder
 # only whole lines for an address in a text laid out in lines (tasks.grounding.kinds): no gold set's
 # verdicts changed; one gold value is no longer offered, a SROIE company written with a separator
 # (BENCHMARKS 49) (2026-12-07).
-# 9: an address laid out in lines does not end at a comma the next line goes on from (kinds.continued):
-# no gold set's verdicts changed, nor any gold value offered (BENCHMARKS 50) (2026-12-07).
+# 9: an address laid out in lines does not end at a comma the next line goes on from (kinds.continued);
+# a website's hyphen may stand for a short word of the name it spells ("jasmin-lilas.com", "Jasmin et
+# Lilas"; kinds.spelled_out): no gold set's verdicts changed, nor any gold value offered (BENCHMARKS 50)
+# (2026-12-07).
 READERS_VERSION = 9
 COMPILE_MS_PER_STRING = 0.1  # XGrammar, per enum string, bundled vocabulary (BENCHMARKS section 15)
 COMPILE_BUDGET_MS = 20.0  # a record's grammar compile: ~2-3% of an idle formatting pass of 0.6-1.2 s

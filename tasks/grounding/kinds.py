@@ -51,6 +51,7 @@ CAPITAL_FORMS = frozenset(("ag", "kg", "ug", "se", "as", "asa", "ab", "oy", "sa"
                            "nv", "kk", "lda", "spa", "sro"))  # fmt: skip
 SEPARATORS = frozenset(("-", "/", "|", "–", "—", "·", "•"))
 WEBSITE = regex.compile(r"(?:https?://)?(?:www\.)?((?:[\p{L}\p{N}][\p{L}\p{N}-]*\.)+)(\p{L}{2,})(?:/\S*)?")
+HYPHEN_WORD = 4  # letters a hyphen of a website may stand for in its name ("et", "and", "und")
 LAID_OUT, SHORT_LINE = 5, 6  # lines, and words a short line holds at most
 LETTERS = regex.compile(r"[^\p{L}\p{N}]+")
 LABEL_LINE = regex.compile(r"^[^:\n]{0,24}:")  # "TEL: 03-...", "GST NO.: 0016...", "PHONE:"
@@ -101,10 +102,14 @@ def _words_of(text: str) -> str:
 
 def spelled_out(site: str, text: str) -> bool:
     """The text writes the name a website spells ("Mining Operator" for "miningoperator.fr",
-    "Clinique Gemco" for "gemco.com"), outside any e-mail or web address."""
+    "Clinique Gemco" for "gemco.com"), outside any e-mail or web address; a hyphen may stand for a
+    short word between its pieces ("Jasmin et Lilas" for "jasmin-lilas.com")."""
     found = WEBSITE.fullmatch(site.strip())
-    stem = _folded(found.group(1)) if found else ""
-    return len(stem) >= 3 and stem in _words_of(text)
+    pieces = [_folded(piece) for piece in found.group(1).split("-")] if found else []
+    if sum(map(len, pieces)) < 3:
+        return False
+    spelled = f".{{0,{HYPHEN_WORD}}}".join(regex.escape(piece) for piece in pieces if piece)
+    return regex.search(spelled, _words_of(text)) is not None
 
 
 def laid_out_in_lines(text: str) -> bool:
