@@ -6,7 +6,8 @@ from __future__ import annotations
 from formwork.schemas.registry import load_schema
 from formwork.tasks.grounding.absent import SPELLINGS
 from formwork.tasks.grounding.candidates import grounded_body
-from formwork.tasks.grounding.kinds import continued, incorporated, joined, spelled_out, website
+from formwork.tasks.grounding.kinds import continued, incorporated, joined
+from formwork.tasks.grounding.sites import spelled_out, website
 
 SIGNATURE = """Best regards,
 Klaus Becker

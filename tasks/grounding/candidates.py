@@ -81,10 +81,10 @@ from formwork.tasks.grounding.values import ValueFinder
 # (BENCHMARKS 49) (2026-12-07).
 # 9: an address laid out in lines does not end at a comma the next line goes on from (kinds.continued);
 # a website's hyphen may stand for a short word of the name it spells ("jasmin-lilas.com", "Jasmin et
-# Lilas"; kinds.spelled_out): no gold set's verdicts changed, nor any gold value offered (BENCHMARKS 50)
+# Lilas"; sites.spelled_out): no gold set's verdicts changed, nor any gold value offered (BENCHMARKS 50)
 # (2026-12-07).
 # 10: where a span writes the name the text's own e-mail or web domain spells ("Witmark" beside
-# witmark.com), a company field is offered only such spans (kinds.named_by_site): no gold set's verdicts
+# witmark.com), a company field is offered only such spans (sites.named_by_site): no gold set's verdicts
 # changed; one hand-written gold organization is no longer offered (BENCHMARKS 50) (2026-12-07).
 READERS_VERSION = 10
 COMPILE_MS_PER_STRING = 0.1  # XGrammar, per enum string, bundled vocabulary (BENCHMARKS section 15)
