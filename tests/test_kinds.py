@@ -110,3 +110,7 @@ def test_an_address_does_not_end_at_a_comma_the_next_line_goes_on_from() -> None
     offered = grounded_body(receipt.grammar_body, labelled, checked=receipt.checked_body)
     assert "NO 12, JALAN MAWAR 3,\nTAMAN MELATI, 53100," in offered["properties"]["address"]["enum"]
     assert not continued("SHAH ALAM,", "SHAH ALAM,\n\nTHANK YOU")  # a blank line ends it
+    assert continued("TAMAN MELATI, 53100", RECEIPT)  # below "NO 12, JALAN MAWAR 3,": not a start
+    street = "LOT 5, JALAN ANGSA\nTAMAN BERKELEY\n41150 KLANG\nTEL: 03-1234 5678"
+    assert continued("LOT 5, JALAN ANGSA\nTAMAN BERKELEY", street)  # the postcode's line goes on from it
+    assert not continued("LOT 5, JALAN ANGSA\nTAMAN BERKELEY\n41150 KLANG", street)

@@ -67,6 +67,9 @@ JUDGE_VERDICTS: dict[int, dict[str, str]] = {
     10: {"chat_tag": "011f0a84a5425933", "contact": "7cb0abce77171b05", "expense": "097997bbed4b51e9",
         "long/receipt": "d6e3bff24a6b2d19", "long/statement": "f36ad5b8a0c52568",
         "long/thread_contacts": "7c7d3ae64f09edb2", "shopping_list": "05d177a379be142f"},
+    11: {"chat_tag": "011f0a84a5425933", "contact": "7cb0abce77171b05", "expense": "097997bbed4b51e9",
+        "long/receipt": "d6e3bff24a6b2d19", "long/statement": "f36ad5b8a0c52568",
+        "long/thread_contacts": "7c7d3ae64f09edb2", "shopping_list": "05d177a379be142f"},
 }  # fmt: skip
 SAMPLED = ("reasoning_temperature", "reasoning_repetition_penalty", "reasoning_max_tokens",
            "format_max_tokens", "max_attempts", "preset", "allow_chat_in_constrained")  # fmt: skip

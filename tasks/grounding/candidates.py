@@ -86,7 +86,10 @@ from formwork.tasks.grounding.values import ValueFinder
 # 10: where a span writes the name the text's own e-mail or web domain spells ("Witmark" beside
 # witmark.com), a company field is offered only such spans (sites.named_by_site): no gold set's verdicts
 # changed; one hand-written gold organization is no longer offered (BENCHMARKS 50) (2026-12-07).
-READERS_VERSION = 10
+# 11: an address laid out in lines does not begin below a line that ends with a comma, nor end above a
+# line with a postcode when it holds none itself (kinds.continued): receipts only; no gold set's verdicts
+# changed, nor any gold value offered (BENCHMARKS 50) (2026-12-07).
+READERS_VERSION = 11
 COMPILE_MS_PER_STRING = 0.1  # XGrammar, per enum string, bundled vocabulary (BENCHMARKS section 15)
 COMPILE_BUDGET_MS = 20.0  # a record's grammar compile: ~2-3% of an idle formatting pass of 0.6-1.2 s
 MAX_TOTAL = int(COMPILE_BUDGET_MS / COMPILE_MS_PER_STRING)  # strings a record's grammar may hold

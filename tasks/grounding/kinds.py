@@ -16,7 +16,9 @@ name inside them is, on its own: "Ramón Ortiz", "Witmark"). A company field kee
 ("MR. D.I.Y. SDN BHD") and a name that holds a domain without a separator ("ECOSWAY.COM SDN BHD");
 an address in a sentence keeps its words. Of 46 receipt addresses the 1.5B read wrong at r8, 20 stopped
 at a line ending with a comma ("67,JLN MEWAH 25/63 TMN SRI MUDA," above "40400 SHAH ALAM."); every gold
-address that ends with a comma is followed by a labelled line ("TEL: 03-...", "PHONE:").
+address that ends with a comma is followed by a labelled line ("TEL: 03-...", "PHONE:"). At r9 most
+of the 41 still wrong began a line late (below a line ending with a comma) or stopped above the line
+with the postcode.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ CAPITAL_FORMS = frozenset(("ag", "kg", "ug", "se", "as", "asa", "ab", "oy", "sa"
                            "nv", "kk", "lda", "spa", "sro"))  # fmt: skip
 SEPARATORS = frozenset(("-", "/", "|", "–", "—", "·", "•"))
 LAID_OUT, SHORT_LINE = 5, 6  # lines, and words a short line holds at most
+POSTCODE = regex.compile(r"(?<![\d./-])\d{5}(?![\d./-])")  # "53100 KUALA LUMPUR", "TAMPOI,81200 JOHOR"
 LABEL_LINE = regex.compile(r"^[^:\n]{0,24}:")  # "TEL: 03-...", "GST NO.: 0016...", "PHONE:"
 
 
@@ -85,15 +88,22 @@ def laid_out_in_lines(text: str) -> bool:
 
 
 def continued(lines: str, text: str) -> bool:
-    """The lines end with a comma and the text goes on from them on the next line, which is no labelled
-    line of its own: "TAMAN MELATI," above "53100 KUALA LUMPUR." is part of an address, not its end;
-    above "TEL: 03-4021 5566" it may be the end."""
+    """The address goes on past these lines: they begin below a line that ends with a comma ("TAMAN
+    BERKELEY" below "LOT P.T. 2811, JALAN ANGSA,"), or the next line, no labelled line of its own,
+    goes on from them, as after a comma ("TAMAN MELATI," above "53100 KUALA LUMPUR."; above "TEL:
+    03-4021 5566" it may end) or with the postcode lines without one still lack."""
     at = text.find(lines)
-    if not lines.rstrip().endswith(",") or at < 0:
+    if at < 0:
         return False
+    before = text[:at].rsplit("\n", 2)
+    if len(before) > 1 and not before[-1].strip() and before[-2].rstrip().endswith(","):
+        return True
     rest = text[at + len(lines) :].split("\n", 2)
     following = rest[1] if len(rest) > 1 and not rest[0].strip() else ""
-    return bool(following.strip()) and not LABEL_LINE.match(following)
+    if not following.strip() or LABEL_LINE.match(following):
+        return False
+    postcode = POSTCODE.search(following) is not None and POSTCODE.search(lines) is None
+    return lines.rstrip().endswith(",") or postcode
 
 
 def fitting(spans: Iterable[str], text: str, described: str, name: str) -> Iterable[str]:
