@@ -91,7 +91,7 @@ def continued(lines: str, text: str) -> bool:
     """The address goes on past these lines: they begin below a line that ends with a comma ("TAMAN
     BERKELEY" below "LOT P.T. 2811, JALAN ANGSA,"), or the next line, no labelled line of its own,
     goes on from them, as after a comma ("TAMAN MELATI," above "53100 KUALA LUMPUR."; above "TEL:
-    03-4021 5566" it may end) or with the postcode lines without one still lack."""
+    03-4021 5566" it may end) or with the postcode that lines without one still lack."""
     at = text.find(lines)
     if at < 0:
         return False
