@@ -1,5 +1,7 @@
 """A person's name is offered without a company's legal form, a company's name without its website
-(readers r8, tasks.grounding.kinds), through the grammar a real record's formatting pass gets."""
+(readers r8) and held to the name its own domain spells (r10, tasks.grounding.sites), an address whole
+and not cut at a comma or above its postcode (r9, r11, tasks.grounding.kinds), through the grammar a
+real record's formatting pass gets."""
 
 from __future__ import annotations
 
