@@ -17,7 +17,8 @@ judge accepts. Per field rule (schemas.annotations):
   word n-grams inside one line (CJK characters count as words), less those that cannot be the
   field's kind of value (a person's name with a title or a legal form, a line that joins two things
   with a separator, a company's website it is also named by, a fragment of an address laid out in
-  lines: tasks.grounding.kinds);
+  lines: tasks.grounding.kinds), and for a company the text's own web domain names, only the spans
+  that write that name (tasks.grounding.sites);
 - `x-base-form` quote strings: each span also in its base form (the text's "eggs" offers "egg");
 - an enum with `x-aliases`: the labels the text writes, when it writes any (tasks.grounding.aliases);
 - null, where the schema allows it, and for a nullable free string (no pattern or format) the words

@@ -11,7 +11,7 @@ in the text and holds nothing, and a quoted message ("> ...") is another writer'
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 import regex
@@ -76,9 +76,7 @@ def _site_names(text: str) -> tuple[regex.Pattern[str], ...]:
     """How the names the text's own web domains (of its e-mails and web addresses) spell are written;
     none for a domain that names nobody in the text (gmail.com)."""
     hosts = [found.group(0).rsplit("@", 1)[1] for found in EMAIL.finditer(text)]
-    hosts += [
-        f"{m.group(1)}{m.group(2)}" for m in WEBSITE.finditer(EMAIL.sub(" ", text)) if m.group(2).islower()
-    ]
+    hosts += [f"{m.group(1)}{m.group(2)}" for m in _web_addresses(EMAIL.sub(" ", text))]
     spellings = {_spelling(_name_label(host), SITE_NAME) for host in hosts}
     return tuple(spelling for spelling in spellings if spelling is not None)
 
@@ -97,7 +95,12 @@ def named_by_site(spans: Iterable[str], text: str) -> Iterable[str]:
 
 def _holds_address(span: str) -> bool:
     """The span holds an e-mail or a web address, which spells its domain's name but does not write it."""
-    return EMAIL.search(span) is not None or any(m.group(2).islower() for m in WEBSITE.finditer(span))
+    return EMAIL.search(span) is not None or any(_web_addresses(span))
+
+
+def _web_addresses(written: str) -> Iterator[regex.Match[str]]:
+    """The web addresses written in it, their ending in lower case as `website` asks."""
+    return (found for found in WEBSITE.finditer(written) if found.group(2).islower())
 
 
 @lru_cache(maxsize=64)
